@@ -1,0 +1,99 @@
+package suite
+
+import (
+	"crypto/sha512"
+	"crypto/subtle"
+
+	"filippo.io/edwards25519"
+)
+
+// VerifyStrict reports whether sig is a valid Ed25519 signature by publicKey
+// over message under the strict rules of §5.5, which every signature check
+// in Ferry uses so that all Tandem implementations accept exactly the same
+// signatures. It returns false, never panics, when:
+//
+//   - publicKey is not 32 bytes or sig not 64 bytes;
+//   - A (publicKey) or R (sig[0:32]) is not a canonical point encoding:
+//     y ≥ p, or the sign bit set on a point whose x is 0;
+//   - A does not decode to a curve point, or has small order ([8]A = 0);
+//   - S (sig[32:64], little-endian) is not below the group order L;
+//   - the cofactorless equation [S]B = R + [k]A fails, where
+//     k = SHA-512(R || A || message) mod L.
+//
+// A small-order R is allowed (§5.5 constrains only A); with the cofactorless
+// equation only the identity can satisfy it.
+//
+// crypto/ed25519.Verify accepts non-canonical and small-order public keys,
+// so it must not be used on its own.
+func VerifyStrict(publicKey, message, sig []byte) bool {
+	if len(publicKey) != 32 || len(sig) != 64 {
+		return false
+	}
+	if !canonicalPoint(publicKey) || !canonicalPoint(sig[:32]) {
+		return false
+	}
+	A, err := new(edwards25519.Point).SetBytes(publicKey)
+	if err != nil {
+		return false
+	}
+	if smallOrder(A) {
+		return false
+	}
+	S, err := edwards25519.NewScalar().SetCanonicalBytes(sig[32:])
+	if err != nil {
+		return false
+	}
+	h := sha512.New()
+	h.Write(sig[:32])
+	h.Write(publicKey)
+	h.Write(message)
+	var digest [64]byte
+	k, err := edwards25519.NewScalar().SetUniformBytes(h.Sum(digest[:0]))
+	if err != nil {
+		return false
+	}
+	// [S]B - [k]A must equal R. R is canonical, so comparing encodings
+	// compares points.
+	minusA := new(edwards25519.Point).Negate(A)
+	R := new(edwards25519.Point).VarTimeDoubleScalarBaseMult(k, minusA, S)
+	return subtle.ConstantTimeCompare(R.Bytes(), sig[:32]) == 1
+}
+
+// canonicalPoint reports whether the 32-byte little-endian encoding b is in
+// canonical form: its y (b with bit 255 cleared) is below p = 2^255 - 19, and
+// the sign bit is clear when x must be 0 (y = 1 or y = p - 1). It checks the
+// bytes only; whether b is on the curve is decided by decoding.
+func canonicalPoint(b []byte) bool {
+	// y ≥ p iff bytes 1..30 are 0xff, byte 31 (sans sign) is 0x7f and
+	// byte 0 ≥ 0xed.
+	high := b[31]&0x7f == 0x7f
+	for i := 1; i < 31 && high; i++ {
+		high = b[i] == 0xff
+	}
+	if high && b[0] >= 0xed {
+		return false
+	}
+	if b[31]&0x80 == 0 {
+		return true
+	}
+	// Sign bit set: x = 0 exactly when y = 1 or y = p - 1 (0xec ff.. 7f).
+	if high && b[0] == 0xec {
+		return false
+	}
+	if b[0] == 1 && b[31]&0x7f == 0 {
+		zero := true
+		for i := 1; i < 31 && zero; i++ {
+			zero = b[i] == 0
+		}
+		if zero {
+			return false
+		}
+	}
+	return true
+}
+
+// smallOrder reports whether [8]p is the identity.
+func smallOrder(p *edwards25519.Point) bool {
+	q := new(edwards25519.Point).MultByCofactor(p)
+	return q.Equal(edwards25519.NewIdentityPoint()) == 1
+}
