@@ -1,0 +1,94 @@
+package jmaphub
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Functions wrap them with %w and detail; test with
+// errors.Is. None of them is returned after any cursor or session state has
+// been changed: a failed call leaves the Store as it was.
+var (
+	// ErrBadResponse: the server's answer is not a JMAP answer this binding
+	// can use (truncated or invalid JSON, a body that is not a Response
+	// object, a missing or unexpected method response, a session without
+	// the mail capability, an EventSource stream that is not one).
+	ErrBadResponse = errors.New("jmaphub: bad answer from the JMAP server")
+	// ErrHTTP: the server answered with an HTTP status this binding does not
+	// accept; the concrete *HTTPError holds the status and problem type.
+	ErrHTTP = errors.New("jmaphub: HTTP error from the JMAP server")
+	// ErrMethod: a method call got an "error" response (RFC 8620 §3.6.2);
+	// the concrete *MethodError holds its type.
+	ErrMethod = errors.New("jmaphub: JMAP method error")
+	// ErrSetFailed: an Email/set or Mailbox/set reported an item as
+	// notCreated or notDestroyed (RFC 8620 §5.3); the concrete *SetError
+	// holds the SetError type.
+	ErrSetFailed = errors.New("jmaphub: JMAP set failed")
+	// ErrNoMailbox: the Tandem mailbox could not be found or created (§10.2).
+	ErrNoMailbox = errors.New("jmaphub: no Tandem mailbox")
+)
+
+// HTTPError is an HTTP answer other than success, with the RFC 7807 problem
+// type when the server sent one (RFC 8620 §3.6.1). It matches ErrHTTP.
+type HTTPError struct {
+	Status int    // HTTP status code
+	Type   string // problem "type", e.g. urn:ietf:params:jmap:error:limit; may be empty
+	Detail string // problem "detail" or a prefix of the body; may be empty
+}
+
+func (e *HTTPError) Error() string {
+	s := fmt.Sprintf("jmaphub: HTTP %d", e.Status)
+	if e.Type != "" {
+		s += " " + e.Type
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Is reports whether target is ErrHTTP.
+func (e *HTTPError) Is(target error) bool { return target == ErrHTTP }
+
+// MethodError is a method-level error response (RFC 8620 §3.6.2), such as
+// cannotCalculateChanges or invalidArguments. It matches ErrMethod.
+type MethodError struct {
+	Method      string // the method that was called, e.g. "Email/changes"
+	Type        string // the error "type"
+	Description string // the optional "description"
+}
+
+func (e *MethodError) Error() string {
+	s := fmt.Sprintf("jmaphub: %s: %s", e.Method, e.Type)
+	if e.Description != "" {
+		s += ": " + e.Description
+	}
+	return s
+}
+
+// Is reports whether target is ErrMethod.
+func (e *MethodError) Is(target error) bool { return target == ErrMethod }
+
+// SetError is an item the server did not create, update or destroy (RFC 8620
+// §5.3). It matches ErrSetFailed.
+type SetError struct {
+	Method      string // "Email/set" or "Mailbox/set"
+	ID          string // the creation id or the id that failed
+	Type        string // the SetError "type", e.g. tooLarge, overQuota
+	Description string
+}
+
+func (e *SetError) Error() string {
+	s := fmt.Sprintf("jmaphub: %s %s: %s", e.Method, e.ID, e.Type)
+	if e.Description != "" {
+		s += ": " + e.Description
+	}
+	return s
+}
+
+// Is reports whether target is ErrSetFailed.
+func (e *SetError) Is(target error) bool { return target == ErrSetFailed }
+
+func badResponse(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadResponse, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,267 @@
+package hub
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"mime"
+	"mime/quotedprintable"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding/ianaindex"
+)
+
+// Envelope layout (§5.4): magic "TNDM" (4) || version u8 = 1 || kind u8 ||
+// salt or key ID (32) || ciphertext. The shortest ciphertext is an AEAD tag
+// (16 bytes).
+const (
+	envelopeMagic   = "TNDM"
+	envelopeVersion = 1
+	// MinEnvelope is the length of the shortest well-formed envelope.
+	MinEnvelope = 4 + 1 + 1 + 32 + 16
+)
+
+// Hash is a message's identity across bindings and devices: H(envelope),
+// SHA-256 (§10.4).
+func Hash(envelope []byte) [32]byte { return sha256.Sum256(envelope) }
+
+// CheckEnvelope checks what the hub may know of an envelope: its magic,
+// version (§15) and minimum length. It does not open it.
+func CheckEnvelope(env []byte) error {
+	if len(env) < 6 || string(env[:4]) != envelopeMagic {
+		return fmt.Errorf("%w: no TNDM magic", ErrNotEnvelope)
+	}
+	if env[4] != envelopeVersion {
+		return fmt.Errorf("%w: envelope version %d", ErrUnknownVersion, env[4])
+	}
+	if len(env) < MinEnvelope {
+		return fmt.Errorf("%w: %d bytes is shorter than an envelope", ErrNotEnvelope, len(env))
+	}
+	return nil
+}
+
+// Header holds a message's header fields by lower-case name, each value
+// unfolded (RFC 5322 §2.2.3: a CRLF followed by white space is removed) and
+// trimmed of surrounding white space.
+type Header map[string][]string
+
+// Get returns the first value of the named field, or "" if it is absent.
+func (h Header) Get(name string) string {
+	if v := h[strings.ToLower(name)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// ParseHeader parses a header block (up to the first empty line, which may
+// be absent). Lines may end in CRLF or a bare LF. A line that is neither a
+// field nor a continuation is an error wrapping [ErrNotEnvelope].
+func ParseHeader(block []byte) (Header, error) {
+	h := Header{}
+	var name string
+	var val []byte
+	flush := func() {
+		if name != "" {
+			h[name] = append(h[name], strings.Trim(string(val), " \t"))
+		}
+		name, val = "", nil
+	}
+	for len(block) > 0 {
+		line := block
+		if i := bytes.IndexByte(block, '\n'); i >= 0 {
+			line, block = block[:i], block[i+1:]
+		} else {
+			block = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if name == "" {
+				return nil, fmt.Errorf("%w: header continuation before any field", ErrNotEnvelope)
+			}
+			val = append(val, line...) // unfolding keeps the white space
+			continue
+		}
+		flush()
+		i := bytes.IndexByte(line, ':')
+		if i <= 0 || bytes.ContainsAny(line[:i], " \t") {
+			return nil, fmt.Errorf("%w: malformed header line %q", ErrNotEnvelope, truncate(line))
+		}
+		name = strings.ToLower(string(line[:i]))
+		val = append([]byte(nil), line[i+1:]...)
+	}
+	flush()
+	return h, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
+}
+
+// SplitMessage splits a raw message at the first empty line into its header
+// block and its body.
+func SplitMessage(raw []byte) (header, body []byte) {
+	for i := 0; i < len(raw); {
+		j := bytes.IndexByte(raw[i:], '\n')
+		if j < 0 {
+			return raw, nil
+		}
+		line := raw[i : i+j]
+		if len(line) == 0 || (len(line) == 1 && line[0] == '\r') {
+			return raw[:i], raw[i+j+1:]
+		}
+		i += j + 1
+	}
+	return raw, nil
+}
+
+// CheckVersion checks the Tandem-Version header (§15).
+func CheckVersion(h Header) error {
+	v, ok := h[strings.ToLower(HeaderVersion)]
+	if !ok {
+		return fmt.Errorf("%w: no %s header", ErrUnknownVersion, HeaderVersion)
+	}
+	if v[0] != Version {
+		return fmt.Errorf("%w: %s %q", ErrUnknownVersion, HeaderVersion, v[0])
+	}
+	return nil
+}
+
+// ParseMessage reads a whole raw message as an IMAP reader does (§10.4):
+// the Tandem-Version and Tandem-Channel headers, then the body's transfer
+// encoding, charset and base64.
+func ParseMessage(raw []byte) (Message, error) {
+	if len(raw) >= MaxMessage*4 {
+		return Message{}, fmt.Errorf("%w: %d-byte message", ErrTooLarge, len(raw))
+	}
+	hb, body := SplitMessage(raw)
+	h, err := ParseHeader(hb)
+	if err != nil {
+		return Message{}, err
+	}
+	if err := CheckVersion(h); err != nil {
+		return Message{}, err
+	}
+	ch := h.Get(HeaderChannel)
+	if ch == "" {
+		return Message{}, fmt.Errorf("%w: no %s header", ErrNotEnvelope, HeaderChannel)
+	}
+	env, err := DecodeBody(h.Get("Content-Type"), h.Get("Content-Transfer-Encoding"), body)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{Channel: ch, Envelope: env}, nil
+}
+
+// DecodeBody turns a body as stored into the envelope, in the three steps of
+// §10.4: undo the transfer encoding (7bit, 8bit, binary, quoted-printable,
+// base64), decode the charset of contentType (us-ascii when absent; UTF-16
+// and every other IANA charset golang.org/x/text knows), then remove all
+// white space and base64-decode. Every failure wraps [ErrNotEnvelope].
+func DecodeBody(contentType, transferEncoding string, body []byte) ([]byte, error) {
+	raw, err := undoTransferEncoding(transferEncoding, body)
+	if err != nil {
+		return nil, err
+	}
+	text, err := decodeCharset(contentType, raw)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeText(text)
+}
+
+// DecodeText is step 3 of §10.4 on text already decoded (a JMAP body value):
+// remove all white space, base64-decode, and check the envelope.
+func DecodeText(text string) ([]byte, error) {
+	clean := make([]byte, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case ' ', '\t', '\r', '\n', '\v', '\f':
+		default:
+			clean = append(clean, c)
+		}
+	}
+	env := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
+	n, err := base64.StdEncoding.Decode(env, clean)
+	if err != nil {
+		return nil, fmt.Errorf("%w: body is not base64: %v", ErrNotEnvelope, err)
+	}
+	env = env[:n]
+	if err := CheckEnvelope(env); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+func undoTransferEncoding(cte string, body []byte) ([]byte, error) {
+	switch strings.ToLower(strings.Trim(cte, " \t")) {
+	case "", "7bit", "8bit", "binary":
+		return body, nil
+	case "quoted-printable":
+		out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(body)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: quoted-printable: %v", ErrNotEnvelope, err)
+		}
+		return out, nil
+	case "base64":
+		out, err := DecodeBase64Lenient(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: base64 transfer encoding: %v", ErrNotEnvelope, err)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("%w: unknown transfer encoding %q", ErrNotEnvelope, cte)
+	}
+}
+
+// DecodeBase64Lenient decodes standard base64 with any white space between
+// characters, as a base64 transfer encoding is stored (RFC 2045 §6.8).
+func DecodeBase64Lenient(b []byte) ([]byte, error) {
+	clean := bytes.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\r', '\n':
+			return -1
+		}
+		return r
+	}, b)
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
+	n, err := base64.StdEncoding.Decode(out, clean)
+	return out[:n], err
+}
+
+func decodeCharset(contentType string, b []byte) (string, error) {
+	charset := "us-ascii"
+	if contentType != "" {
+		_, params, err := mime.ParseMediaType(contentType)
+		if err != nil {
+			return "", fmt.Errorf("%w: Content-Type %q: %v", ErrNotEnvelope, contentType, err)
+		}
+		if c := params["charset"]; c != "" {
+			charset = c
+		}
+	}
+	switch strings.ToLower(charset) {
+	case "us-ascii", "utf-8", "utf8", "ascii":
+		if !utf8.Valid(b) {
+			return "", fmt.Errorf("%w: body is not valid %s", ErrNotEnvelope, charset)
+		}
+		return string(b), nil
+	}
+	enc, err := ianaindex.MIME.Encoding(charset)
+	if err != nil || enc == nil {
+		return "", fmt.Errorf("%w: unknown charset %q", ErrNotEnvelope, charset)
+	}
+	out, err := enc.NewDecoder().Bytes(b)
+	if err != nil {
+		return "", fmt.Errorf("%w: charset %s: %v", ErrNotEnvelope, charset, err)
+	}
+	return string(out), nil
+}

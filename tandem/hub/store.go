@@ -1,0 +1,140 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Folder is the name of the single folder all channels share (§10.1).
+const Folder = "Tandem"
+
+// ID names one message in one binding: an IMAP UID (with its UIDVALIDITY) or
+// a JMAP Email id. It is only meaningful to the Store that returned it. A
+// message's identity across bindings and devices is [Hash] of its envelope.
+type ID string
+
+// Cursor is a binding's serialized position in the folder's history. The
+// zero (nil) Cursor means "before everything": Changes(nil) reports every
+// message in the folder as added. A Cursor is plain bytes: store it anywhere,
+// and pass it back after a process restart. A Store rejects a cursor it cannot
+// read with an error matching [ErrBadCursor].
+type Cursor []byte
+
+// Added is a message that entered the folder: appended, or moved into it.
+type Added struct {
+	ID      ID
+	Channel string // the Tandem-Channel value, unfolded and trimmed (§10.4)
+}
+
+// Changes is everything that changed in the folder since a cursor.
+type Changes struct {
+	// Added lists messages new to the folder since the cursor, including
+	// messages moved into it. Messages whose Tandem-Channel header is absent
+	// are left out: they are not Tandem messages.
+	Added []Added
+	// Removed lists ids that were reported as added before the cursor (or
+	// earlier) and are no longer in the folder: destroyed by anyone, or moved
+	// out of it. An id is never in both Added and Removed.
+	Removed []ID
+	// Cursor is the position after these changes. Pass it to the next call.
+	Cursor Cursor
+}
+
+// Body is one fetched message.
+type Body struct {
+	ID      ID
+	Channel string // the Tandem-Channel value, unfolded and trimmed
+	// Envelope is the decoded body (§10.4 steps 1-3); nil when Err is set.
+	Envelope []byte
+	// Err is set when this message yields no envelope. It matches
+	// [ErrNotFound] (gone from the folder), [ErrNotEnvelope] (the body is not
+	// an envelope: ignore the message, §10.4), [ErrUnknownVersion] (ignore
+	// without error to the user, §15) or [ErrTooLarge].
+	Err error
+}
+
+// Store is the abstract hub store of §10.1. Implementations are safe for
+// concurrent use by multiple goroutines, and every method honours its
+// context's cancellation and deadline.
+type Store interface {
+	// EnsureFolder makes sure the single folder Tandem exists. Creating a
+	// folder that already exists (another client won the race) is success.
+	EnsureFolder(ctx context.Context) error
+
+	// Append stores a new message carrying envelope on channel, built as
+	// §10.4 says, and returns its id. A channel that is not a valid tag gives
+	// [ErrBadChannel]; a message of 1 MiB or more gives [ErrTooLarge] (§10.6).
+	// Append does not look for duplicates: use a [Publisher] for that.
+	Append(ctx context.Context, channel string, envelope []byte) (ID, error)
+
+	// Changes reports everything that changed in the folder since the cursor.
+	// On an error the caller's cursor stays valid: nothing is lost by
+	// retrying with it.
+	Changes(ctx context.Context, since Cursor) (Changes, error)
+
+	// Fetch downloads and decodes the bodies of ids, one Body per id in the
+	// order given. A per-message problem is reported in Body.Err; the error
+	// result is for failures of the whole call.
+	Fetch(ctx context.Context, ids []ID) ([]Body, error)
+
+	// Destroy removes messages permanently. Ids that are already gone are
+	// not an error.
+	Destroy(ctx context.Context, ids []ID) error
+
+	// Watch blocks while connected, calling onChange whenever the folder may
+	// have changed; the caller then runs Changes. onChange is called from
+	// Watch's goroutine, one call at a time, and should return quickly. Watch
+	// returns ctx.Err() when ctx ends, or the error that broke the
+	// connection; the caller decides whether to watch again.
+	Watch(ctx context.Context, onChange func()) error
+
+	// Close releases the store's connections. Watch calls in progress end.
+	Close() error
+}
+
+var (
+	// ErrBadChannel means a channel tag is not 32 characters of the
+	// lowercase base32 alphabet (tandem-gaps.md, §5.6).
+	ErrBadChannel = errors.New("hub: invalid channel tag")
+	// ErrTooLarge means a message is 1 MiB or more (§10.6).
+	ErrTooLarge = errors.New("hub: message too large")
+	// ErrNotEnvelope means a message body does not decode to an envelope;
+	// such a message is ignored (§10.4).
+	ErrNotEnvelope = errors.New("hub: body is not an envelope")
+	// ErrUnknownVersion means a message's Tandem-Version header or envelope
+	// version is not one this reader knows; the message is ignored without
+	// error to the user (§15).
+	ErrUnknownVersion = errors.New("hub: unknown Tandem version")
+	// ErrNotFound means a message is not (or no longer) in the folder.
+	ErrNotFound = errors.New("hub: no such message")
+	// ErrBadCursor means a cursor was not written by this kind of store.
+	ErrBadCursor = errors.New("hub: unreadable cursor")
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("hub: store closed")
+	// ErrProtocol is matched by every [ProtocolError].
+	ErrProtocol = errors.New("hub: bad server answer")
+)
+
+// ProtocolError is a server answer a binding cannot use: a malformed or
+// truncated response, a missing capability, an unexpected status. A
+// ProtocolError never changes the caller's cursor.
+type ProtocolError struct {
+	Op  string // the operation, e.g. "changes", "fetch"
+	Msg string // what was wrong
+	Err error  // an underlying error, if any
+}
+
+func (e *ProtocolError) Error() string {
+	s := fmt.Sprintf("hub: %s: bad server answer: %s", e.Op, e.Msg)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrProtocol].
+func (e *ProtocolError) Is(target error) bool { return target == ErrProtocol }
