@@ -1,0 +1,39 @@
+package record
+
+// The supersession rule, exactly as tandem-gaps.md "Supersession (§9.2)"
+// defines it; it replaces the two conditions the draft of §9.2 lost.
+//
+// Every data write x has an epoch counter e(x), a dot, a context C(x) and a
+// base B(x); R(x) = C(x) ⊔ {dot(x)}. What w knows of epoch f is
+// K(w, f) = C(w) for f = e(w), B(w) for f < e(w), nothing for f > e(w).
+//
+//	x ≤ w  iff  e(x) ≤ e(w), and
+//	            if e(x) = e(w): R(x) ⊑ C(w) and B(x) ⊑ B(w)
+//	            if e(x) < e(w): R(x) ⊔ B(x) ⊑ B(w)
+//
+//	w supersedes x  iff  x ≤ w and not w ≤ x
+//
+// ≤ is transitive for any vectors, so supersession is a strict partial
+// order (irreflexive, transitive) whatever the vectors say. Both relations
+// apply only between writes of one register: the same record and field, and
+// for set ops the same element (see regKey).
+
+// seen reports x ≤ w: "w has seen all of x".
+func seen(x, w *Write) bool {
+	switch {
+	case x.epoch > w.epoch:
+		return false // K(w, f) is nothing for f > e(w)
+	case x.epoch == w.epoch:
+		return reachLeq(x.body.Context, x.body.Dot, w.body.Context) &&
+			vvLeq(x.body.Base, w.body.Base)
+	default: // R(x) ⊔ B(x) ⊑ B(w)
+		return reachLeq(x.body.Context, x.body.Dot, w.body.Base) &&
+			vvLeq(x.body.Base, w.body.Base)
+	}
+}
+
+// supersedes reports whether w supersedes x (§9.2, tandem-gaps.md). The
+// caller has checked that x and w are writes of one register.
+func supersedes(w, x *Write) bool {
+	return seen(x, w) && !seen(w, x)
+}
