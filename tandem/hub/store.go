@@ -83,7 +83,9 @@ type Store interface {
 	Destroy(ctx context.Context, ids []ID) error
 
 	// Watch blocks while connected, calling onChange whenever the folder may
-	// have changed; the caller then runs Changes. onChange is called from
+	// have changed; the caller then runs Changes. Watch calls onChange once
+	// as soon as it is listening, so that a caller who runs Changes then
+	// misses nothing that happened before. onChange is called from
 	// Watch's goroutine, one call at a time, and should return quickly. Watch
 	// returns ctx.Err() when ctx ends, or the error that broke the
 	// connection; the caller decides whether to watch again.
