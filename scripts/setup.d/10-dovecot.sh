@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# scripts/setup.d/10-dovecot.sh — install and start a loopback-only Dovecot
+# 2.3 for the hub tests (tandem/hub/imaphub).
+#
+#   127.0.0.1:1143  IMAP with CONDSTORE/QRESYNC (Dovecot's default capabilities)
+#   127.0.0.1:1144  the same mail store, served by a second Dovecot instance
+#                   whose imap_capability leaves out CONDSTORE and QRESYNC (so
+#                   the UID SEARCH ALL path of §10.3 runs against a real
+#                   server) and whose personal namespace has the prefix
+#                   "INBOX." with separator "." (as Courier-style hosts do):
+#                   its INBOX.Tandem is the other instance's Tandem
+#
+# Plaintext LOGIN/PLAIN, no TLS: test only. Idempotent: instances started by an
+# earlier run (found by their pid files) are stopped, the state directory
+# "$FERRY_CACHE/mail/dovecot" is recreated empty, and fresh instances start
+# with the test users below. The variables the tests read go to
+# "$FERRY_CACHE/env.d/dovecot.env".
+#
+# Packages: dovecot-imapd Conflicts with cyrus-imapd (both Provide
+# imap-server). This script installs only dovecot-imapd; 20-cyrus.sh never
+# installs cyrus-imapd (it unpacks it privately), so the order doesn't matter.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export FERRY_CACHE=${FERRY_CACHE:-$PWD/.cache}
+export DEBIAN_FRONTEND=noninteractive
+
+USERS="alice bob carol dave erin frank"   # password: <user>pw; spares for parallel test packages
+D=$FERRY_CACHE/mail/dovecot
+MAILUSER=tandemhub
+APT=(apt-get -qq -o DPkg::Lock::Timeout=600)
+
+# ---- packages ---------------------------------------------------------------
+if ! dpkg -s dovecot-imapd >/dev/null 2>&1; then
+  "${APT[@]}" install -y --no-install-recommends dovecot-imapd >/dev/null 2>&1 ||
+    { "${APT[@]}" update; "${APT[@]}" install -y --no-install-recommends dovecot-imapd >/dev/null; }
+fi
+# The package's own instance (started by its postinst where an init system
+# runs) would hold port 143; ours don't use it, and we leave it alone.
+
+# ---- stop earlier instances -------------------------------------------------
+stop_instance() { # pidfile
+  [ -s "$1" ] || return 0
+  local pid; pid=$(cat "$1")
+  if kill -0 "$pid" 2>/dev/null && grep -q dovecot "/proc/$pid/cmdline" 2>/dev/null; then
+    kill -TERM "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+}
+stop_instance "$D/qresync/run/master.pid"
+stop_instance "$D/plain/run/master.pid"
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for port in 1143 1144; do
+  for _ in $(seq 1 100); do port_busy "$port" || break; sleep 0.1; done
+  if port_busy "$port"; then echo "10-dovecot.sh: port $port is taken by another process" >&2; exit 1; fi
+done
+
+# ---- configuration ----------------------------------------------------------
+id -u "$MAILUSER" >/dev/null 2>&1 ||
+  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$MAILUSER"
+rm -rf "$D"; mkdir -p "$D/mail"; chmod 755 "$FERRY_CACHE/mail" "$D"
+chown "$MAILUSER:$MAILUSER" "$D/mail"
+: > "$D/passwd"
+for u in $USERS; do echo "$u:{PLAIN}${u}pw" >> "$D/passwd"; done
+
+write_conf() { # name port namespace-prefix separator extra-settings
+  local dir=$D/$1
+  mkdir -p "$dir"
+  cat > "$dir/dovecot.conf" <<CONF
+base_dir = $dir/run
+state_dir = $dir/state
+log_path = $dir/dovecot.log
+instance_name = ferry-dovecot-$1
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+first_valid_uid = 1
+mail_location = maildir:$D/mail/%u/Maildir
+mail_fsync = never
+mail_max_userip_connections = 200
+namespace inbox {
+  inbox = yes
+  prefix = $3
+  separator = $4
+}
+passdb {
+  driver = passwd-file
+  args = $D/passwd
+}
+userdb {
+  driver = static
+  args = uid=$MAILUSER gid=$MAILUSER home=$D/mail/%u
+}
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = $2
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+${5:-}
+CONF
+}
+write_conf qresync 1143 "" /
+write_conf plain 1144 INBOX. . "protocol imap {
+  imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT SORT=DISPLAY THREAD=REFERENCES THREAD=REFS THREAD=ORDEREDSUBJECT MULTIAPPEND URL-PARTIAL CATENATE UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED I18NLEVEL=1 ESEARCH ESORT SEARCHRES WITHIN CONTEXT=SEARCH LIST-STATUS BINARY MOVE SNIPPET=FUZZY PREVIEW=FUZZY PREVIEW STATUS=SIZE SAVEDATE LITERAL+ NOTIFY SPECIAL-USE
+}"
+
+# ---- start ------------------------------------------------------------------
+dovecot -c "$D/qresync/dovecot.conf"   # daemonizes; pid in run/master.pid
+dovecot -c "$D/plain/dovecot.conf"
+
+wait_greeting() { # port
+  for _ in $(seq 1 100); do
+    if exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null; then
+      if IFS= read -r -t 2 line <&3 && [[ $line == "* OK"* ]]; then exec 3>&-; return 0; fi
+      exec 3>&-
+    fi
+    sleep 0.05
+  done
+  echo "10-dovecot.sh: no IMAP greeting on 127.0.0.1:$1" >&2
+  return 1
+}
+wait_greeting 1143
+wait_greeting 1144
+
+creds=""
+for u in $USERS; do creds="$creds${creds:+ }$u:${u}pw"; done
+mkdir -p "$FERRY_CACHE/env.d"
+cat > "$FERRY_CACHE/env.d/dovecot.env" <<ENV
+FERRY_DOVECOT_ADDR=127.0.0.1:1143
+FERRY_DOVECOT_PLAIN_ADDR=127.0.0.1:1144
+FERRY_DOVECOT_USERS="$creds"
+ENV
+echo "dovecot: 127.0.0.1:1143 (QRESYNC), 127.0.0.1:1144 (no QRESYNC, prefix INBOX.), users: $USERS"
