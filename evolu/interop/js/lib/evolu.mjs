@@ -21,9 +21,12 @@ export const lf = await importFrom("FERRY_EVOLU_CLIENT_DIR", "@evolu/common/loca
 export const hex = (bytes) => Buffer.from(bytes).toString("hex");
 export const unhex = (s) => new Uint8Array(Buffer.from(s, "hex"));
 
-/** A CreateSqliteDriver over node:sqlite; `name` is a file path or memory. */
-export const createNodeSqliteDriver = (name, options) => () => {
-  const db = new DatabaseSync(options?.mode === "memory" ? ":memory:" : `${name}.db`);
+/**
+ * A CreateSqliteDriver over node:sqlite: an in-memory database, or the file
+ * `path` when given (the package's `name` argument is ignored).
+ */
+export const createNodeSqliteDriver = (path) => (_name, options) => () => {
+  const db = new DatabaseSync(path && options?.mode !== "memory" ? path : ":memory:");
   const cache = new Map();
   const prepare = (sql) => {
     let s = cache.get(sql);
@@ -60,17 +63,19 @@ export const createNodeSqliteDriver = (name, options) => () => {
 export const openStorage = async ({ file, seed = "evolu", quota } = {}) => {
   const baseDeps = {
     ...common.testCreateDeps({ seed }),
-    createSqliteDriver: createNodeSqliteDriver,
+    createSqliteDriver: createNodeSqliteDriver(file),
     timingSafeEqual: (a, b) => a.length === b.length && timingSafeEqual(a, b),
   };
   const run0 = common.testCreateRun(baseDeps);
   const sqlite = await run0.orThrow(
     common.createSqlite(common.Name.orThrow("ferry"), file ? undefined : { mode: "memory" }),
   );
-  if (file) process.chdir(file);
   const deps = { ...baseDeps, sqlite };
-  lf.createBaseSqliteStorageTables(deps);
-  lf.createRelayStorageTables(deps);
+  const fresh = sqlite.exec(common.sql`select name from sqlite_master where name = 'evolu_timestamp';`).rows.length === 0;
+  if (fresh) {
+    lf.createBaseSqliteStorageTables(deps);
+    lf.createRelayStorageTables(deps);
+  }
   const storage = lf.createRelaySqliteStorage(deps)({
     isOwnerWithinQuota: (_o, bytes) => !quota || bytes <= quota,
   });
