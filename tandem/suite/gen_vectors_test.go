@@ -424,7 +424,9 @@ func scalarFrom(s [32]byte) *edwards25519.Scalar {
 // that [k]T vanishes for any T of order dividing 8.
 func kDivisibleBy8(k *edwards25519.Scalar) bool { return k.Bytes()[0]&7 == 0 }
 
-func sigBytes(r []byte, s *edwards25519.Scalar) []byte { return append(append([]byte(nil), r...), s.Bytes()...) }
+func sigBytes(r []byte, s *edwards25519.Scalar) []byte {
+	return append(append([]byte(nil), r...), s.Bytes()...)
+}
 
 // identityNonCanonical is the identity (y = 1) encoded as y = p + 1.
 var identityNonCanonical = mustHex("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")
