@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
 )
 
 // Limits on what the binding reads from the server.
@@ -56,13 +58,13 @@ func httpError(resp *http.Response) error {
 }
 
 // readBody reads at most limit bytes; a longer body is a bad answer.
-func readBody(resp *http.Response, limit int64) ([]byte, error) {
+func readBody(resp *http.Response, limit int64, op string) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading body: %w", ErrBadResponse, err)
+		return nil, &hub.ProtocolError{Op: op, Msg: "reading the answer", Err: err}
 	}
 	if int64(len(body)) > limit {
-		return nil, badResponse("body longer than %d bytes", limit)
+		return nil, badResponse(op, "answer longer than %d bytes", limit)
 	}
 	return body, nil
 }
@@ -114,6 +116,9 @@ type call struct {
 // is ErrBadResponse. Results are written into the Resp targets only when the
 // whole answer is good.
 func (c *client) request(ctx context.Context, s *session, calls ...call) error {
+	if len(calls) == 0 {
+		return nil
+	}
 	req := struct {
 		Using       []string     `json:"using"`
 		MethodCalls []invocation `json:"methodCalls"`
@@ -144,7 +149,7 @@ func (c *client) request(ctx context.Context, s *session, calls ...call) error {
 		return err
 	}
 	defer resp.Body.Close()
-	raw, err := readBody(resp, maxResponseBytes)
+	raw, err := readBody(resp, maxResponseBytes, calls[0].Name)
 	if err != nil {
 		return err
 	}
@@ -153,14 +158,18 @@ func (c *client) request(ctx context.Context, s *session, calls ...call) error {
 
 // decodeResponse matches method responses to calls by call id.
 func decodeResponse(raw []byte, calls []call) error {
+	op := "request"
+	if len(calls) > 0 {
+		op = calls[0].Name
+	}
 	var r struct {
 		MethodResponses *[]invocation `json:"methodResponses"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return badResponse("API response: %v", err)
+		return badResponse(op, "API response: %v", err)
 	}
 	if r.MethodResponses == nil {
-		return badResponse("API response has no methodResponses")
+		return badResponse(op, "API response has no methodResponses")
 	}
 	byID := make(map[string][]invocation)
 	for _, inv := range *r.MethodResponses {
@@ -179,7 +188,7 @@ func decodeResponse(raw []byte, calls []call) error {
 					Description string `json:"description"`
 				}
 				if err := json.Unmarshal(inv.Args, &me); err != nil || me.Type == "" {
-					return badResponse("%s: malformed error response", cl.Name)
+					return badResponse(cl.Name, "%s: malformed error response", cl.Name)
 				}
 				return &MethodError{Method: cl.Name, Type: me.Type, Description: me.Description}
 			}
@@ -189,7 +198,7 @@ func decodeResponse(raw []byte, calls []call) error {
 			}
 		}
 		if found == nil {
-			return badResponse("no %s response for call %s", cl.Name, id)
+			return badResponse(cl.Name, "no %s response for call %s", cl.Name, id)
 		}
 		decoded[i] = found.Args
 	}
@@ -198,7 +207,7 @@ func decodeResponse(raw []byte, calls []call) error {
 			continue
 		}
 		if err := json.Unmarshal(decoded[i], cl.Resp); err != nil {
-			return badResponse("%s response: %v", cl.Name, err)
+			return badResponse(cl.Name, "%s response: %v", cl.Name, err)
 		}
 	}
 	return nil
@@ -221,5 +230,5 @@ func (c *client) download(ctx context.Context, s *session, blobID string) ([]byt
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return readBody(resp, maxBlobBytes)
+	return readBody(resp, maxBlobBytes, "download")
 }

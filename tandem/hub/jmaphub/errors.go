@@ -3,17 +3,16 @@ package jmaphub
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
 )
 
 // Sentinel errors. Functions wrap them with %w and detail; test with
-// errors.Is. None of them is returned after any cursor or session state has
-// been changed: a failed call leaves the Store as it was.
+// errors.Is. An answer the binding cannot use at all (truncated or invalid
+// JSON, a body that is not a JMAP Response, a missing or unexpected method
+// response, a session without the mail capability) is a *hub.ProtocolError,
+// matching hub.ErrProtocol. No error changes a caller's cursor.
 var (
-	// ErrBadResponse: the server's answer is not a JMAP answer this binding
-	// can use (truncated or invalid JSON, a body that is not a Response
-	// object, a missing or unexpected method response, a session without
-	// the mail capability, an EventSource stream that is not one).
-	ErrBadResponse = errors.New("jmaphub: bad answer from the JMAP server")
 	// ErrHTTP: the server answered with an HTTP status this binding does not
 	// accept; the concrete *HTTPError holds the status and problem type.
 	ErrHTTP = errors.New("jmaphub: HTTP error from the JMAP server")
@@ -89,6 +88,7 @@ func (e *SetError) Error() string {
 // Is reports whether target is ErrSetFailed.
 func (e *SetError) Is(target error) bool { return target == ErrSetFailed }
 
-func badResponse(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrBadResponse, fmt.Sprintf(format, args...))
+// badResponse is a server answer the binding cannot use (hub.ErrProtocol).
+func badResponse(op, format string, args ...any) error {
+	return &hub.ProtocolError{Op: op, Msg: fmt.Sprintf(format, args...)}
 }

@@ -24,6 +24,7 @@ type session struct {
 	base           *url.URL
 	apiURL         string
 	downloadURL    string
+	uploadURL      string
 	eventSourceURL string
 	accountID      string
 
@@ -42,6 +43,7 @@ type sessionDoc struct {
 	PrimaryAccounts map[string]string `json:"primaryAccounts"`
 	APIURL          string            `json:"apiUrl"`
 	DownloadURL     string            `json:"downloadUrl"`
+	UploadURL       string            `json:"uploadUrl"`
 	EventSourceURL  string            `json:"eventSourceUrl"`
 	State           string            `json:"state"`
 }
@@ -66,13 +68,13 @@ func (c *client) fetchSession(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := readBody(resp, maxSessionBytes)
+	body, err := readBody(resp, maxSessionBytes, "session")
 	if err != nil {
 		return nil, err
 	}
 	var doc sessionDoc
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, badResponse("session resource: %v", err)
+		return nil, badResponse("session", "session resource: %v", err)
 	}
 	return parseSession(resp.Request.URL, &doc)
 }
@@ -80,29 +82,30 @@ func (c *client) fetchSession(ctx context.Context) (*session, error) {
 func parseSession(base *url.URL, doc *sessionDoc) (*session, error) {
 	rawCore, ok := doc.Capabilities[capCore]
 	if !ok {
-		return nil, badResponse("session has no %s capability", capCore)
+		return nil, badResponse("session", "session has no %s capability", capCore)
 	}
 	if _, ok := doc.Capabilities[capMail]; !ok {
-		return nil, badResponse("session has no %s capability", capMail)
+		return nil, badResponse("session", "session has no %s capability", capMail)
 	}
 	var core coreCapability
 	if err := json.Unmarshal(rawCore, &core); err != nil {
-		return nil, badResponse("core capability: %v", err)
+		return nil, badResponse("session", "core capability: %v", err)
 	}
 	acct := doc.PrimaryAccounts[capMail]
 	if acct == "" {
-		return nil, badResponse("session has no primary mail account")
+		return nil, badResponse("session", "session has no primary mail account")
 	}
 	if _, ok := doc.Accounts[acct]; !ok {
-		return nil, badResponse("primary mail account %q is not in accounts", acct)
+		return nil, badResponse("session", "primary mail account %q is not in accounts", acct)
 	}
 	if doc.APIURL == "" || doc.DownloadURL == "" {
-		return nil, badResponse("session lacks apiUrl or downloadUrl")
+		return nil, badResponse("session", "session lacks apiUrl or downloadUrl")
 	}
 	s := &session{
 		base:            base,
 		apiURL:          doc.APIURL,
 		downloadURL:     doc.DownloadURL,
+		uploadURL:       doc.UploadURL,
 		eventSourceURL:  doc.EventSourceURL,
 		accountID:       acct,
 		maxObjectsInSet: positiveOr(core.MaxObjectsInSet, 1, 4096),
@@ -138,7 +141,7 @@ func (s *session) resolve(template string, vars map[string]string) (*url.URL, er
 		}
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
-			return nil, badResponse("URL template %q: unclosed {", template)
+			return nil, badResponse("session", "URL template %q: unclosed {", template)
 		}
 		b.WriteString(rest[:i])
 		b.WriteString(templateEscape(vars[rest[i+1:i+j]]))
@@ -146,11 +149,11 @@ func (s *session) resolve(template string, vars map[string]string) (*url.URL, er
 	}
 	ref, err := url.Parse(b.String())
 	if err != nil {
-		return nil, badResponse("URL template %q: %v", template, err)
+		return nil, badResponse("session", "URL template %q: %v", template, err)
 	}
 	u := s.base.ResolveReference(ref)
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, badResponse("URL %q is not http(s)", u)
+		return nil, badResponse("session", "URL %q is not http(s)", u)
 	}
 	return u, nil
 }

@@ -1,0 +1,203 @@
+package jmaphub
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"strings"
+
+	"golang.org/x/text/encoding/ianaindex"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+)
+
+// fetchBatch bounds the ids per Email/get of bodies, so that one answer
+// stays far below maxResponseBytes even for messages near 1 MiB.
+const fetchBatch = 64
+
+type bodyPart struct {
+	PartID string `json:"partId"`
+}
+
+type bodyValue struct {
+	Value             string `json:"value"`
+	IsEncodingProblem bool   `json:"isEncodingProblem"`
+	IsTruncated       bool   `json:"isTruncated"`
+}
+
+// emailBody is what fetch reads of an Email.
+type emailBody struct {
+	ID         string               `json:"id"`
+	BlobID     string               `json:"blobId"`
+	MailboxIDs map[string]bool      `json:"mailboxIds"`
+	Channel    *string              `json:"header:Tandem-Channel:asRaw"`
+	Version    *string              `json:"header:Tandem-Version:asRaw"`
+	CType      *string              `json:"header:Content-Type:asRaw"`
+	TextBody   []bodyPart           `json:"textBody"`
+	BodyValues map[string]bodyValue `json:"bodyValues"`
+}
+
+var bodyProperties = []string{
+	"id", "blobId", "mailboxIds", "header:Tandem-Channel:asRaw", "header:Tandem-Version:asRaw",
+	"header:Content-Type:asRaw", "textBody", "bodyValues",
+}
+
+// Fetch downloads and decodes bodies (§10.2 fetch): Email/get with
+// fetchTextBodyValues, whose value arrives already undone of its transfer
+// encoding and charset (RFC 8621 §4.1.4), so only step 3 of §10.4 remains.
+// A value flagged isEncodingProblem (or isTruncated) is not trusted: the raw
+// message is downloaded by its blobId and read as an IMAP reader reads it.
+// A message no longer in the Tandem mailbox gets hub.ErrNotFound.
+func (st *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
+	mb, err := st.ensureMailbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hub.Body, len(ids))
+	for _, b := range batches(len(ids), min(fetchBatch, st.s.maxObjectsInGet)) {
+		if err := st.fetchRange(ctx, mb, ids, out, b[0], b[1]); err != nil {
+			return nil, wrapOp("fetch", err)
+		}
+	}
+	return out, nil
+}
+
+func (st *Store) fetchRange(ctx context.Context, mb string, ids []hub.ID, out []hub.Body, lo, hi int) error {
+	want := make([]string, hi-lo)
+	for i := range want {
+		want[i] = string(ids[lo+i])
+	}
+	var r struct {
+		List []emailBody `json:"list"`
+	}
+	err := st.request(ctx, call{"Email/get", map[string]any{
+		"accountId": st.s.accountID, "ids": want, "properties": bodyProperties,
+		"fetchTextBodyValues": true,
+	}, &r})
+	if err != nil {
+		return err
+	}
+	got := make(map[string]*emailBody, len(r.List))
+	for i := range r.List {
+		got[r.List[i].ID] = &r.List[i]
+	}
+	for i := lo; i < hi; i++ {
+		out[i] = hub.Body{ID: ids[i]}
+		e := got[string(ids[i])]
+		if e == nil || !e.MailboxIDs[mb] {
+			out[i].Err = fmt.Errorf("%w: %s", hub.ErrNotFound, ids[i])
+			continue
+		}
+		out[i].Channel, out[i].Envelope, out[i].Err = st.decode(ctx, e)
+		if out[i].Err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			out[i].Envelope = nil
+		}
+	}
+	return nil
+}
+
+// decode reads one Email's channel and envelope (§10.4).
+func (st *Store) decode(ctx context.Context, e *emailBody) (string, []byte, error) {
+	ch, ok := (&emailMeta{Channel: e.Channel}).channel()
+	if !ok {
+		return "", nil, fmt.Errorf("%w: no %s header", hub.ErrNotEnvelope, hub.HeaderChannel)
+	}
+	version := ""
+	if e.Version != nil {
+		version, _ = unfoldTrim(*e.Version)
+	}
+	if err := hub.CheckVersion(hub.Header{"tandem-version": {version}}); err != nil {
+		return ch, nil, err
+	}
+	if len(e.TextBody) != 1 {
+		return ch, nil, fmt.Errorf("%w: %d text parts", hub.ErrNotEnvelope, len(e.TextBody))
+	}
+	if err := checkContentType(e.CType); err != nil {
+		return ch, nil, err
+	}
+	v, ok := e.BodyValues[e.TextBody[0].PartID]
+	if ok && !v.IsEncodingProblem && !v.IsTruncated {
+		env, err := hub.DecodeText(v.Value)
+		return ch, env, err
+	}
+	// §10.2 fetch: the server could not decode the body; read the raw message.
+	if e.BlobID == "" {
+		return ch, nil, badResponse("Email/get", "email %s has no blobId", e.ID)
+	}
+	raw, err := st.c.download(ctx, st.s, e.BlobID)
+	if err != nil {
+		return ch, nil, err
+	}
+	m, err := hub.ParseMessage(raw)
+	if err != nil {
+		return ch, nil, err
+	}
+	return m.Channel, m.Envelope, nil
+}
+
+// Destroy removes messages permanently with Email/set destroy (§10.2), in
+// batches of maxObjectsInSet. Ids already gone (notFound) are not an error.
+func (st *Store) Destroy(ctx context.Context, ids []hub.ID) error {
+	if err := st.check(); err != nil {
+		return err
+	}
+	for _, b := range batches(len(ids), st.s.maxObjectsInSet) {
+		want := make([]string, 0, b[1]-b[0])
+		for _, id := range ids[b[0]:b[1]] {
+			want = append(want, string(id))
+		}
+		var set setResp
+		err := st.request(ctx, call{"Email/set", map[string]any{"accountId": st.s.accountID, "destroy": want}, &set})
+		if err != nil {
+			return wrapOp("destroy", err)
+		}
+		for _, id := range want {
+			if e, ok := set.NotDestroyed[id]; ok && e.Type != "notFound" {
+				return wrapOp("destroy", &SetError{Method: "Email/set", ID: id, Type: e.Type, Description: e.Description})
+			}
+		}
+	}
+	return nil
+}
+
+// checkContentType rejects what an IMAP reader of the same message rejects
+// (§10.4) but a JMAP server may have decoded anyway: an unparsable
+// Content-Type, a multipart body (the server picks a text part; an IMAP
+// reader sees the whole body), or a charset the reader does not know
+// (Cyrus 3.6 decodes an unknown charset as us-ascii and reports no
+// encoding problem). One message, one reading, in both bindings.
+func checkContentType(raw *string) error {
+	if raw == nil {
+		return nil
+	}
+	ct, ok := unfoldTrim(*raw)
+	if !ok {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return fmt.Errorf("%w: Content-Type %q: %v", hub.ErrNotEnvelope, ct, err)
+	}
+	if strings.HasPrefix(mt, "multipart/") || strings.HasPrefix(mt, "message/") {
+		return fmt.Errorf("%w: Content-Type %s", hub.ErrNotEnvelope, mt)
+	}
+	if cs := params["charset"]; cs != "" && !knownCharset(cs) {
+		return fmt.Errorf("%w: unknown charset %q", hub.ErrNotEnvelope, cs)
+	}
+	return nil
+}
+
+// knownCharset reports whether the §10.4 reader (hub.DecodeBody) decodes
+// charset: the names it handles itself and every IANA charset
+// golang.org/x/text knows.
+func knownCharset(charset string) bool {
+	switch strings.ToLower(charset) {
+	case "us-ascii", "utf-8", "utf8", "ascii":
+		return true
+	}
+	enc, err := ianaindex.MIME.Encoding(charset)
+	return err == nil && enc != nil
+}
