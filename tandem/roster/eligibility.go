@@ -1,0 +1,130 @@
+package roster
+
+import (
+	"fmt"
+
+	"github.com/ferry-sync/ferry/tandem/suite"
+)
+
+// CheckWrite judges a data write found in the collection channel whose
+// epoch-start ID is channel (§8.3). It returns the write ID and nil if the
+// write is eligible there. Otherwise the error wraps exactly one of:
+//
+//   - ErrHeld: the named statement, the channel's statement or the channel's
+//     inventory is not known yet; keep the write and ask again later.
+//   - ErrRejected: a bad signature, a malformed write, an author the named
+//     statement does not list as owner or writer, a reader, _meta by anyone
+//     but the owner, a statement outside the followed roster, or a write
+//     neither of this epoch nor listed in its inventory. Final.
+//   - ErrDead: the collection is dead; processing stops (§9.4).
+//
+// Eligible in channel E iff the source epoch of the statement the write
+// names is E, or the write ID and record ID are both listed in the
+// inventory committed by E and the named statement is an ancestor of E.
+// Matching a key or counter alone is never sufficient (§8.3).
+func (c *Chain) CheckWrite(w *suite.WriteBody, sig []byte, channel [32]byte) ([32]byte, error) {
+	id, err := suite.VerifyWrite(w, sig)
+	if err != nil {
+		return id, fmt.Errorf("%w: %w: %w", ErrRejected, ErrSignature, err)
+	}
+	if err := c.checkWriteShape(w); err != nil {
+		return id, err
+	}
+	if c.dead != nil {
+		return id, ErrDead
+	}
+	if c.roster == nil {
+		if c.genesis == nil {
+			return id, fmt.Errorf("%w: %w: no genesis yet", ErrHeld, ErrUnknownStatement)
+		}
+		return id, fmt.Errorf("%w: %w: invalid genesis", ErrRejected, ErrNotFollowed)
+	}
+	if err := c.followed(w.Ref, ErrUnknownStatement); err != nil {
+		return id, err
+	}
+	if err := c.authorized(w); err != nil {
+		return id, err
+	}
+	if err := c.followed(channel, ErrNotEpoch); err != nil {
+		return id, err
+	}
+	return id, c.eligibleIn(w, id, channel)
+}
+
+// checkWriteShape rejects what can be judged from the write alone.
+func (c *Chain) checkWriteShape(w *suite.WriteBody) error {
+	switch {
+	case w.Scope != c.collection:
+		return fmt.Errorf("%w: %w: scope %x", ErrRejected, ErrScope, w.Scope)
+	case w.Record == rosterRecord:
+		return fmt.Errorf("%w: %w: _roster writes are statements (§9.4)", ErrRejected, ErrRecord)
+	case w.Record == metaRecord && w.Op == suite.OpDelete:
+		return fmt.Errorf("%w: %w", ErrRejected, ErrNamedDelete)
+	}
+	return nil
+}
+
+// followed classifies a statement ID a write depends on: nil if it is in
+// the followed roster; ErrHeld if it may still join it (unknown, waiting
+// for its parent, or a draft not yet overtaken); ErrRejected if it never
+// can (an invalid statement, one built on it, or a draft whose parent
+// already has an announced successor).
+func (c *Chain) followed(id [32]byte, missing error) error {
+	if c.roster.Contains(id) {
+		return nil
+	}
+	n, ok := c.nodes[id]
+	if !ok {
+		return fmt.Errorf("%w: %w: %x", ErrHeld, missing, id)
+	}
+	if !n.counting {
+		if len(c.children[n.st.Parent()]) > 0 {
+			return fmt.Errorf("%w: %w: draft %x was overtaken", ErrRejected, ErrNotFollowed, id)
+		}
+		return fmt.Errorf("%w: %w: draft %x", ErrHeld, missing, id)
+	}
+	if !c.connected(id, map[[32]byte]bool{}) {
+		return fmt.Errorf("%w: %w: %x waits for its parent", ErrHeld, missing, id)
+	}
+	return fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotFollowed, id)
+}
+
+// authorized: the named statement lists the author as owner or writer, and
+// only the owner writes _meta (§7.3, §8.3).
+func (c *Chain) authorized(w *suite.WriteBody) error {
+	st, _ := c.roster.Statement(w.Ref)
+	m, ok := st.State.Member(w.Author)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotMember, w.Author)
+	case m.Role == RoleReader:
+		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrReader, w.Author)
+	case !m.Role.canWrite():
+		return fmt.Errorf("%w: %w: role %q", ErrRejected, ErrNotMember, m.Role)
+	case w.Record == metaRecord && m.Role != RoleOwner:
+		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrMetaNotOwner, w.Author)
+	}
+	return nil
+}
+
+// eligibleIn applies the two cases of §8.3 for channel E.
+func (c *Chain) eligibleIn(w *suite.WriteBody, id, channel [32]byte) error {
+	if !c.roster.IsEpochStart(channel) {
+		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotEpoch, channel)
+	}
+	source, _ := c.roster.SourceEpoch(w.Ref)
+	if source == channel {
+		return nil
+	}
+	if !c.roster.IsAncestor(w.Ref, channel) {
+		return fmt.Errorf("%w: %w: statement %x is not an ancestor of epoch %x", ErrRejected, ErrNotEligible, w.Ref, channel)
+	}
+	inv, ok := c.roster.inventories[channel]
+	if !ok {
+		return fmt.Errorf("%w: %w: epoch %x", ErrHeld, ErrNoInventory, channel)
+	}
+	if !inv.Lists(w.Record, id) {
+		return fmt.Errorf("%w: %w: write %x in record %x", ErrRejected, ErrNotEligible, id, w.Record)
+	}
+	return nil
+}
