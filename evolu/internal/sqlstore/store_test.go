@@ -1,0 +1,177 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+func openTest(t testing.TB, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func randomBatch(r *rand.Rand, n int) []protocol.EncryptedMessage {
+	msgs := make([]protocol.EncryptedMessage, n)
+	for i := range msgs {
+		var nid protocol.NodeID
+		nid[0] = byte(r.IntN(3))
+		msgs[i] = protocol.EncryptedMessage{
+			Timestamp: protocol.Timestamp{Millis: uint64(r.IntN(5000)), Counter: uint16(r.IntN(3)), NodeID: nid},
+			Change:    []byte{byte(i), 1, 2},
+		}
+	}
+	return msgs
+}
+
+// TestMatchesMemoryStorage checks every Storage query of the block index
+// against the linear in-memory reference, across splits, inserts before
+// the first block, duplicates, and a reopen of the database.
+func TestMatchesMemoryStorage(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 1))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	s, err := Open(ctx, path, Config{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := protocol.NewMemoryStorage()
+	owner := protocol.OwnerID{1}
+	other := protocol.OwnerID{2}
+	for round := range 12 {
+		batch := randomBatch(r, 1+r.IntN(400))
+		if err := s.WriteMessages(ctx, owner, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.WriteMessages(ctx, owner, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteMessages(ctx, other, batch[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if round == 6 {
+			s.Close()
+			if s, err = Open(ctx, path, Config{}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		compare(t, ctx, r, s, mem, owner)
+	}
+	s.Close()
+}
+
+func compare(t *testing.T, ctx context.Context, r *rand.Rand, s *Store, mem *protocol.MemoryStorage, owner protocol.OwnerID) {
+	t.Helper()
+	n, err := s.Size(ctx, owner)
+	want, _ := mem.Size(ctx, owner)
+	if err != nil || n != want {
+		t.Fatalf("Size = %d, %v; want %d", n, err, want)
+	}
+	all := mem.Timestamps(owner)
+	for range 50 {
+		a, b := r.IntN(n+1), r.IntN(n+1)
+		if a > b {
+			a, b = b, a
+		}
+		f1, err := s.Fingerprint(ctx, owner, a, b)
+		f2, _ := mem.Fingerprint(ctx, owner, a, b)
+		if err != nil || f1 != f2 {
+			t.Fatalf("Fingerprint(%d,%d) differs: %v", a, b, err)
+		}
+		var ub protocol.UpperBound
+		if r.IntN(2) == 0 && n > 0 {
+			ub = protocol.BoundAt(all[r.IntN(n)])
+		} else {
+			ub = protocol.BoundAt(protocol.Timestamp{Millis: uint64(r.IntN(5100))}.Bytes())
+		}
+		l1, err := s.FindLowerBound(ctx, owner, a, n, ub)
+		l2, _ := mem.FindLowerBound(ctx, owner, a, n, ub)
+		if err != nil || l1 != l2 {
+			t.Fatalf("FindLowerBound(%d) = %d, want %d (%v)", a, l1, l2, err)
+		}
+		var got []protocol.TimestampBytes
+		if err := s.Iterate(ctx, owner, a, b, func(ts protocol.TimestampBytes, i int) bool {
+			if i != a+len(got) {
+				t.Fatalf("index %d, want %d", i, a+len(got))
+			}
+			got = append(got, ts)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, ts := range got {
+			if ts != all[a+i] {
+				t.Fatalf("Iterate(%d,%d)[%d] differs", a, b, i)
+			}
+		}
+		if len(got) != b-a {
+			t.Fatalf("Iterate(%d,%d) gave %d", a, b, len(got))
+		}
+	}
+	if n >= 40 {
+		buckets := []int{3, 10, n / 2, n - 1, n}
+		r1, err := s.FingerprintRanges(ctx, owner, buckets, protocol.InfiniteUpperBound)
+		r2, _ := mem.FingerprintRanges(ctx, owner, buckets, protocol.InfiniteUpperBound)
+		if err != nil || len(r1) != len(r2) {
+			t.Fatalf("FingerprintRanges: %v", err)
+		}
+		for i := range r1 {
+			if r1[i].Fingerprint != r2[i].Fingerprint || r1[i].UpperBound != r2[i].UpperBound {
+				t.Fatalf("FingerprintRanges[%d] differs", i)
+			}
+		}
+	}
+}
+
+func TestQuotaStoresNothing(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Config{WithinQuota: func(_ protocol.OwnerID, n int64) bool { return n <= 10 }})
+	owner := protocol.OwnerID{3}
+	msg := func(ms uint64, n int) protocol.EncryptedMessage {
+		return protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, n)}
+	}
+	if err := s.WriteMessages(ctx, owner, []protocol.EncryptedMessage{msg(1, 6)}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.WriteMessages(ctx, owner, []protocol.EncryptedMessage{msg(2, 2), msg(3, 3)})
+	var q *protocol.QuotaExceededError
+	if !errors.As(err, &q) {
+		t.Fatalf("err = %v", err)
+	}
+	if n, _ := s.Size(ctx, owner); n != 1 {
+		t.Fatalf("size %d after rejected batch", n)
+	}
+	// A duplicate costs nothing.
+	if err := s.WriteMessages(ctx, owner, []protocol.EncryptedMessage{msg(1, 6), msg(2, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Size(ctx, owner); n != 2 {
+		t.Fatalf("size %d", n)
+	}
+}
+
+func TestWriteKey(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Config{})
+	owner := protocol.OwnerID{4}
+	k1, k2 := protocol.WriteKey{1}, protocol.WriteKey{2}
+	if ok, err := s.ValidateWriteKey(ctx, owner, k1); !ok || err != nil {
+		t.Fatalf("first key: %v %v", ok, err)
+	}
+	if ok, _ := s.ValidateWriteKey(ctx, owner, k2); ok {
+		t.Fatal("second key accepted")
+	}
+	if ok, _ := s.ValidateWriteKey(ctx, owner, k1); !ok {
+		t.Fatal("first key rejected later")
+	}
+}
