@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
@@ -362,9 +363,33 @@ func universeItems(n, seed int, changeLen *int) []protocol.EncryptedMessage {
 	return out
 }
 
+// storeKinds are the Ferry storages the RBSR vectors are replayed on: the
+// in-memory one of evolu/protocol and the SQLite store of the relay and
+// client (with its persisted fingerprint index).
+var storeKinds = []struct {
+	name string
+	open func(t *testing.T) protocol.RelayStorage
+}{
+	{"memory", func(*testing.T) protocol.RelayStorage { return protocol.NewMemoryStorage() }},
+	{"sqlite", func(t *testing.T) protocol.RelayStorage {
+		st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlstore.Config{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}},
+}
+
 // TestVectorsRBSR replays every exchange of rbsr.json between two Ferry
 // stores and checks each message of the transcript byte for byte.
 func TestVectorsRBSR(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) { testVectorsRBSR(t, kind.open) })
+	}
+}
+
+func testVectorsRBSR(t *testing.T, open func(t *testing.T) protocol.RelayStorage) {
 	var v rbsrVectors
 	loadVectors(t, "rbsr.json", &v)
 	owner, err := protocol.ParseOwnerID(v.OwnerID)
@@ -378,8 +403,8 @@ func TestVectorsRBSR(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			items := universeItems(ex.Universe.N, ex.Universe.Seed, ex.Universe.ChangeLen)
-			client, relay := protocol.NewMemoryStorage(), protocol.NewMemoryStorage()
-			load := func(st *protocol.MemoryStorage, idx []int) {
+			client, relay := open(t), open(t)
+			load := func(st protocol.RelayStorage, idx []int) {
 				var msgs []protocol.EncryptedMessage
 				for _, i := range idx {
 					msgs = append(msgs, items[i])
