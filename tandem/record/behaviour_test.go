@@ -14,13 +14,13 @@ import (
 // peers through Ingest (suite.VerifyStrict).
 
 type peer struct {
-	t   *testing.T
+	t   testing.TB
 	s   *State
 	w   *Writer
 	now int64
 }
 
-func newPeer(t *testing.T, user, device int, epoch uint64) *peer {
+func newPeer(t testing.TB, user, device int, epoch uint64) *peer {
 	p := &peer{t: t, s: NewState(testValidator()), now: 1_700_000_000_000}
 	p.w = writer(user, device, epoch, &p.now)
 	return p

@@ -85,7 +85,12 @@ func DecodeState(b []byte, v *Validator) (*State, error) {
 	if string(d.take(len(stateMagic))) != stateMagic {
 		return nil, fmt.Errorf("%w: bad magic", ErrEncoding)
 	}
-	s := NewState(v)
+	type entry struct {
+		body  suite.WriteBody
+		sig   []byte
+		epoch uint64
+	}
+	var entries []entry
 	nrec := d.u32()
 	for i := uint32(0); i < nrec && d.err == nil; i++ {
 		var id [16]byte
@@ -93,14 +98,7 @@ func DecodeState(b []byte, v *Validator) (*State, error) {
 		nw := d.u32()
 		for j := uint32(0); j < nw && d.err == nil; j++ {
 			body, sig, epoch := d.write(v.rules.Scope, id)
-			if d.err != nil {
-				break
-			}
-			w, err := v.Validate(&body, sig, epoch)
-			if err != nil {
-				return nil, fmt.Errorf("record %x write %d: %w", id, j, err)
-			}
-			s.Add(w)
+			entries = append(entries, entry{body, sig, epoch})
 		}
 	}
 	if d.err != nil {
@@ -108,6 +106,15 @@ func DecodeState(b []byte, v *Validator) (*State, error) {
 	}
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrEncoding, len(d.b))
+	}
+	s := NewState(v)
+	for i := range entries {
+		e := &entries[i]
+		w, err := v.Validate(&e.body, e.sig, e.epoch)
+		if err != nil {
+			return nil, fmt.Errorf("record %x: %w", e.body.Record, err)
+		}
+		s.Add(w)
 	}
 	again, _ := s.MarshalBinary()
 	if !bytes.Equal(again, b) {
