@@ -58,7 +58,6 @@ type node struct {
 	announced bool // read outside its own channel, or announced by a grant
 	counting  bool // announced, or has a counting descendant: a successor (§9.4)
 	seen      time.Time
-	origin    Origin
 }
 
 // Chain follows one collection's roster (§9.4): it keeps every statement
@@ -82,6 +81,7 @@ type Chain struct {
 
 	nodes      map[[32]byte]*node
 	children   map[[32]byte][][32]byte // parent → counting successors, in arrival order
+	kids       map[[32]byte][][32]byte // parent → every kept statement naming it
 	preGenesis map[[32]byte]*node      // before the genesis: signer not yet judged
 	announce   map[[32]byte]bool       // Announce calls, possibly before the statement
 
@@ -103,6 +103,7 @@ func NewChain(collection [16]byte, opts Options) *Chain {
 		now:        opts.Now,
 		nodes:      map[[32]byte]*node{},
 		children:   map[[32]byte][][32]byte{},
+		kids:       map[[32]byte][][32]byte{},
 		preGenesis: map[[32]byte]*node{},
 		announce:   map[[32]byte]bool{},
 		invErrs:    map[[32]byte]error{},
@@ -130,13 +131,14 @@ func (c *Chain) Add(st *Statement, from Origin) error {
 			c.setGenesis(st)
 			return nil
 		}
-		if _, ok := c.preGenesis[st.ID]; ok {
+		if n, ok := c.preGenesis[st.ID]; ok {
+			n.announced = n.announced || from.Channel != st.ID
 			return nil
 		}
 		if len(c.preGenesis) >= c.limits.MaxHeldStatements {
 			return fmt.Errorf("%w: %d statements held before the genesis", ErrLimit, len(c.preGenesis))
 		}
-		c.preGenesis[st.ID] = &node{st: st, seen: c.now(), origin: from}
+		c.preGenesis[st.ID] = &node{st: st, seen: c.now(), announced: from.Channel != st.ID}
 		return nil
 	}
 	if st.ID == c.genesis.ID {
@@ -174,7 +176,11 @@ func (c *Chain) setGenesis(g *Statement) {
 	slices.SortFunc(pending, func(a, b *node) int { return bytes.Compare(a.st.ID[:], b.st.ID[:]) })
 	c.preGenesis = map[[32]byte]*node{}
 	for _, n := range pending {
-		_ = c.admit(n.st, n.origin, n.seen) // non-owner statements are dropped here
+		from := Origin{Channel: n.st.ID} // a draft, unless read elsewhere too
+		if n.announced {
+			from = Origin{}
+		}
+		_ = c.admit(n.st, from, n.seen) // non-owner statements are dropped here
 	}
 	c.advance()
 }
@@ -200,9 +206,10 @@ func (c *Chain) admit(st *Statement, from Origin, seen time.Time) error {
 	if _, ok := c.nodes[st.Body.Ref]; !ok && c.heldCount() >= c.limits.MaxHeldStatements {
 		return fmt.Errorf("%w: %d statements held", ErrLimit, c.heldCount())
 	}
-	n := &node{st: st, announced: announced, seen: seen, origin: from}
+	n := &node{st: st, announced: announced, seen: seen}
 	c.nodes[st.ID] = n
-	if announced {
+	c.kids[st.Parent()] = append(c.kids[st.Parent()], st.ID)
+	if announced || c.hasCountingKid(st.ID) {
 		c.markCounting(n)
 	}
 	c.advance()
@@ -221,6 +228,17 @@ func (c *Chain) markCounting(n *node) {
 			c.dead = &Conflict{Parent: p, A: c.nodes[kids[0]].st, B: c.nodes[kids[1]].st}
 		}
 	}
+}
+
+// hasCountingKid reports whether a statement built on id already counts:
+// then id was announced too, though it arrived after its child.
+func (c *Chain) hasCountingKid(id [32]byte) bool {
+	for _, k := range c.kids[id] {
+		if c.nodes[k].counting {
+			return true
+		}
+	}
+	return false
 }
 
 // advance follows the roster from its head while the head has exactly one
@@ -359,8 +377,12 @@ func (c *Chain) inConflict(id [32]byte) bool {
 
 func (c *Chain) evict(n *node) {
 	delete(c.nodes, n.st.ID)
+	p := n.st.Parent()
+	c.kids[p] = slices.DeleteFunc(c.kids[p], func(x [32]byte) bool { return x == n.st.ID })
+	if len(c.kids[p]) == 0 {
+		delete(c.kids, p)
+	}
 	if n.counting {
-		p := n.st.Parent()
 		c.children[p] = slices.DeleteFunc(c.children[p], func(x [32]byte) bool { return x == n.st.ID })
 		if len(c.children[p]) == 0 {
 			delete(c.children, p)
