@@ -20,6 +20,8 @@ type RelayOptions struct {
 	RangesMaxSize int
 	// Logger receives storage failures; nil discards them.
 	Logger *slog.Logger
+	// Version is the relay's protocol version, for tests only; 0 means Version.
+	Version uint64
 }
 
 func (o *RelayOptions) totalMax() int {
@@ -59,6 +61,12 @@ func ApplyAsRelay(ctx context.Context, st RelayStorage, input []byte, opts Relay
 		return nil, err
 	}
 	owner := m.OwnerID
+	if opts.Version != 0 && opts.Version != Version {
+		// A relay of another version, for tests: it knows only the prefix.
+		if h, err := ParseHeader(input); err == nil && h.Version != opts.Version {
+			return append(AppendNonNegativeInt(nil, opts.Version), owner[:]...), nil
+		}
+	}
 	if m.Version != Version {
 		return VersionMismatchReply(owner), nil
 	}

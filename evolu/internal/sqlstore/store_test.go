@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/vectors"
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
@@ -174,4 +175,9 @@ func TestWriteKey(t *testing.T) {
 	if ok, _ := s.ValidateWriteKey(ctx, owner, k1); !ok {
 		t.Fatal("first key rejected later")
 	}
+}
+
+// TestVectorsRBSR replays the real @evolu/common transcripts over SQLite.
+func TestVectorsRBSR(t *testing.T) {
+	vectors.ReplayRBSR(t, func(t *testing.T) protocol.RelayStorage { return openTest(t, Config{}) })
 }

@@ -1,0 +1,12 @@
+package protocol_test
+
+import (
+	"testing"
+
+	"github.com/ferry-sync/ferry/evolu/internal/vectors"
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+func TestVectorsRBSRMemory(t *testing.T) {
+	vectors.ReplayRBSR(t, func(*testing.T) protocol.RelayStorage { return protocol.NewMemoryStorage() })
+}
