@@ -1,0 +1,128 @@
+package imaphub
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+)
+
+// Append implements hub.Store: APPEND <mailbox> (\Seen) {literal} with the
+// §10.4 message; the UID comes from UIDPLUS's APPENDUID (§10.3).
+func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hub.ID, error) {
+	msg, err := hub.Build(channel, envelope, time.Now())
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	return c.append(ctx, s.mailbox, msg)
+}
+
+func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (hub.ID, error) {
+	const op = "append"
+	if c.broken != nil {
+		return "", fmt.Errorf("imaphub: %s: connection broken: %w", op, c.broken)
+	}
+	stop := c.watchContext(ctx)
+	defer stop()
+	tag := c.nextTag()
+	fmt.Fprintf(c.w, "%s APPEND %s (\\Seen) {%d}\r\n", tag, quote(mailbox), len(msg))
+	if err := c.w.Flush(); err != nil {
+		return "", c.fail(op, err)
+	}
+	for { // wait for the continuation request
+		r, err := c.rd.readResponse()
+		if err != nil {
+			return "", c.fail(op, err)
+		}
+		if r.tag == "+" {
+			break
+		}
+		if r.tag == tag {
+			return "", &statusError{cmd: op, status: r.status, code: r.code, text: r.text}
+		}
+		if r.tag != "*" {
+			return "", c.fail(op, fmt.Errorf("response for unknown tag %q", r.tag))
+		}
+	}
+	c.w.Write(msg)
+	c.w.WriteString("\r\n")
+	if err := c.w.Flush(); err != nil {
+		return "", c.fail(op, err)
+	}
+	var id hub.ID
+	err := c.complete(ctx, op, tag, func(r *response) error {
+		if r.tag != tag {
+			return nil
+		}
+		v, uid, ok := parseAppendUID(r.code)
+		if !ok {
+			return &hub.ProtocolError{Op: op, Msg: "no APPENDUID in the answer (UIDPLUS is required, §10.3): " + strconv.Quote(r.code)}
+		}
+		id = makeID(v, uid)
+		return nil
+	})
+	if err == nil && id == "" {
+		err = &hub.ProtocolError{Op: op, Msg: "no APPENDUID in the answer (UIDPLUS is required, §10.3)"}
+	}
+	return id, err
+}
+
+// parseAppendUID reads "APPENDUID uidvalidity uid" (RFC 4315 §3).
+func parseAppendUID(code string) (uidValidity, uid uint32, ok bool) {
+	f := strings.Fields(code)
+	if len(f) != 3 || !strings.EqualFold(f[0], "APPENDUID") {
+		return 0, 0, false
+	}
+	v, err1 := strconv.ParseUint(f[1], 10, 32)
+	u, err2 := strconv.ParseUint(f[2], 10, 32)
+	if err1 != nil || err2 != nil || v == 0 || u == 0 {
+		return 0, 0, false
+	}
+	return uint32(v), uint32(u), true
+}
+
+// Destroy implements hub.Store: UID STORE +FLAGS.SILENT (\Deleted), then
+// UID EXPUNGE of the same UIDs (UIDPLUS), so no other message is affected.
+func (s *Store) Destroy(ctx context.Context, ids []hub.ID) error {
+	byValidity := map[uint32][]uint32{}
+	for _, id := range ids {
+		if v, uid, ok := parseID(id); ok {
+			byValidity[v] = append(byValidity[v], uid)
+		}
+	}
+	if len(byValidity) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	sel, err := c.selectFolder(ctx, s.mailbox, nil)
+	if err != nil {
+		return err
+	}
+	uids := setOf(byValidity[sel.uidValidity]).uids() // others are gone already
+	for len(uids) > 0 {
+		n := min(len(uids), fetchBatch)
+		set := setOf(uids[:n]).String()
+		if err := c.cmd(ctx, "destroy", "UID STORE "+set+` +FLAGS.SILENT (\Deleted)`, nil); err != nil {
+			return err
+		}
+		if err := c.cmd(ctx, "destroy", "UID EXPUNGE "+set, nil); err != nil {
+			return err
+		}
+		uids = uids[n:]
+	}
+	return nil
+}

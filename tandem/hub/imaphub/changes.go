@@ -1,0 +1,245 @@
+package imaphub
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+)
+
+// selection is what SELECT reported.
+type selection struct {
+	uidValidity uint32
+	modSeq      uint64 // HIGHESTMODSEQ; 0 when absent or NOMODSEQ
+	exists      uint32
+	vanished    uidSet // VANISHED (EARLIER), with QRESYNC
+}
+
+// selectFolder selects mailbox. With qr set (QRESYNC enabled and a cursor
+// with a mod-sequence) it sends SELECT mailbox (QRESYNC (uidvalidity modseq
+// known-uids)) and collects the VANISHED (EARLIER) response (RFC 7162
+// §3.2.5).
+func (c *conn) selectFolder(ctx context.Context, mailbox string, qr *cursor) (selection, error) {
+	var sel selection
+	line := "SELECT " + quote(mailbox)
+	if qr != nil {
+		line += fmt.Sprintf(" (QRESYNC (%d %d", qr.uidValidity, qr.modSeq)
+		if len(qr.known) > 0 {
+			line += " " + qr.known.String()
+		}
+		line += "))"
+	}
+	err := c.cmd(ctx, "select", line, func(r *response) error {
+		switch {
+		case r.status == "OK" && r.code != "":
+			name, arg, _ := strings.Cut(r.code, " ")
+			switch strings.ToUpper(name) {
+			case "UIDVALIDITY":
+				v, err := strconv.ParseUint(arg, 10, 32)
+				if err != nil || v == 0 {
+					return &hub.ProtocolError{Op: "select", Msg: "bad UIDVALIDITY " + strconv.Quote(arg)}
+				}
+				sel.uidValidity = uint32(v)
+			case "HIGHESTMODSEQ":
+				v, err := strconv.ParseUint(arg, 10, 64)
+				if err != nil {
+					return &hub.ProtocolError{Op: "select", Msg: "bad HIGHESTMODSEQ " + strconv.Quote(arg)}
+				}
+				sel.modSeq = v
+			case "NOMODSEQ":
+				sel.modSeq = 0
+			}
+		case r.name == "EXISTS" && r.hasNum:
+			sel.exists = r.num
+		case r.name == "VANISHED":
+			set, err := parseVanished(r)
+			if err != nil {
+				return err
+			}
+			sel.vanished = append(sel.vanished, set...)
+		}
+		return nil
+	})
+	if err != nil {
+		return sel, err
+	}
+	if sel.uidValidity == 0 {
+		return sel, &hub.ProtocolError{Op: "select", Msg: "no UIDVALIDITY in the SELECT answer"}
+	}
+	sel.vanished = setOf(sel.vanished.uids())
+	return sel, nil
+}
+
+// parseVanished reads "VANISHED [(EARLIER)] uid-set".
+func parseVanished(r *response) (uidSet, error) {
+	args := r.args
+	if len(args) > 0 {
+		if _, isList := args[0].([]any); isList {
+			args = args[1:]
+		}
+	}
+	if len(args) != 1 {
+		return nil, &hub.ProtocolError{Op: "select", Msg: "malformed VANISHED response"}
+	}
+	s, _ := str(args[0])
+	set, err := parseSet(s)
+	if err != nil {
+		return nil, &hub.ProtocolError{Op: "select", Msg: "malformed VANISHED set " + strconv.Quote(s), Err: err}
+	}
+	return set, nil
+}
+
+// Changes implements hub.Store (§10.3): removals by VANISHED (EARLIER) with
+// QRESYNC or by comparing UID SEARCH ALL with the cursor's UIDs, additions
+// by UID FETCH <last+1>:*. A UIDVALIDITY change is a full resync: every
+// known id is removed and every message added. Nothing is kept between
+// calls except in the returned cursor, so an error loses nothing.
+func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, error) {
+	var cur cursor
+	if since != nil {
+		var err error
+		if cur, err = decodeCursor(since); err != nil {
+			return hub.Changes{}, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return hub.Changes{}, err
+	}
+	var qr *cursor
+	if since != nil && c.qresync && cur.modSeq > 0 {
+		qr = &cur
+	}
+	sel, err := c.selectFolder(ctx, s.mailbox, qr)
+	if err != nil {
+		return hub.Changes{}, err
+	}
+	var out hub.Changes
+	next := cursor{uidValidity: sel.uidValidity, modSeq: sel.modSeq}
+	known, last := cur.known, cur.lastUID
+	switch {
+	case since == nil:
+	case cur.uidValidity != sel.uidValidity: // full resync
+		for _, uid := range known.uids() {
+			out.Removed = append(out.Removed, makeID(cur.uidValidity, uid))
+		}
+		known, last = nil, 0
+	default:
+		var gone []uint32
+		if qr != nil {
+			for _, uid := range sel.vanished.uids() {
+				if known.contains(uid) {
+					gone = append(gone, uid)
+				}
+			}
+		} else if gone, err = c.missing(ctx, known); err != nil {
+			return hub.Changes{}, err
+		}
+		known = subtract(known, gone)
+		for _, uid := range gone {
+			out.Removed = append(out.Removed, makeID(sel.uidValidity, uid))
+		}
+	}
+	if sel.exists > 0 {
+		added, maxUID, err := c.fetchNew(ctx, last+1)
+		if err != nil {
+			return hub.Changes{}, err
+		}
+		uids := known.uids()
+		for _, a := range added {
+			out.Added = append(out.Added, hub.Added{ID: makeID(sel.uidValidity, a.uid), Channel: a.channel})
+			uids = append(uids, a.uid)
+		}
+		known, last = setOf(uids), max(last, maxUID)
+	}
+	next.known, next.lastUID = known, last
+	out.Cursor = next.encode()
+	return out, nil
+}
+
+// missing returns the UIDs of known that UID SEARCH ALL no longer lists.
+func (c *conn) missing(ctx context.Context, known uidSet) ([]uint32, error) {
+	if len(known) == 0 {
+		return nil, nil
+	}
+	var present []uint32
+	err := c.cmd(ctx, "search", "UID SEARCH ALL", func(r *response) error {
+		if r.name != "SEARCH" {
+			return nil
+		}
+		for _, a := range r.args {
+			n, ok := number(a)
+			if !ok {
+				return &hub.ProtocolError{Op: "search", Msg: fmt.Sprintf("non-numeric SEARCH result %v", a)}
+			}
+			present = append(present, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := setOf(present)
+	var gone []uint32
+	for _, uid := range known.uids() {
+		if !p.contains(uid) {
+			gone = append(gone, uid)
+		}
+	}
+	return gone, nil
+}
+
+func subtract(s uidSet, gone []uint32) uidSet {
+	if len(gone) == 0 {
+		return s
+	}
+	g := setOf(gone)
+	var keep []uint32
+	for _, uid := range s.uids() {
+		if !g.contains(uid) {
+			keep = append(keep, uid)
+		}
+	}
+	return setOf(keep)
+}
+
+type newMessage struct {
+	uid     uint32
+	channel string
+}
+
+// fetchNew runs UID FETCH <from>:* (UID BODY.PEEK[HEADER.FIELDS
+// (Tandem-Channel)]), ignoring a returned UID below from (n:* always returns
+// the last message). Messages without the header are skipped but count for
+// the last UID.
+func (c *conn) fetchNew(ctx context.Context, from uint32) ([]newMessage, uint32, error) {
+	var out []newMessage
+	var maxUID uint32
+	line := fmt.Sprintf("UID FETCH %d:* (UID BODY.PEEK[HEADER.FIELDS (%s)])", from, hub.HeaderChannel)
+	err := c.cmd(ctx, "changes", line, func(r *response) error {
+		if r.name != "FETCH" {
+			return nil
+		}
+		f, err := parseFetch(r)
+		if err != nil {
+			return &hub.ProtocolError{Op: "changes", Msg: "malformed FETCH response", Err: err}
+		}
+		if f.uid < from || f.header == nil {
+			return nil // the last message, or an unsolicited flag update
+		}
+		maxUID = max(maxUID, f.uid)
+		h, err := hub.ParseHeader(f.header)
+		if err != nil {
+			return nil // not a Tandem message (§10.4)
+		}
+		if ch := h.Get(hub.HeaderChannel); ch != "" {
+			out = append(out, newMessage{uid: f.uid, channel: ch})
+		}
+		return nil
+	})
+	return out, maxUID, err
+}

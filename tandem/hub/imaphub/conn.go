@@ -1,0 +1,211 @@
+package imaphub
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+)
+
+// conn is one IMAP connection, authenticated. It is not safe for concurrent
+// use; Store serializes its use. After any error that leaves the stream in
+// an unknown state the conn is broken and must be closed.
+type conn struct {
+	nc     net.Conn
+	rd     reader
+	w      *bufio.Writer
+	tagN   int
+	caps   map[string]bool
+	broken error
+	qresync bool // ENABLE QRESYNC succeeded
+}
+
+// statusError is a tagged NO or BAD.
+type statusError struct {
+	cmd    string
+	status string
+	code   string
+	text   string
+}
+
+func (e *statusError) Error() string {
+	s := fmt.Sprintf("imaphub: %s: %s", e.cmd, e.status)
+	if e.code != "" {
+		s += " [" + e.code + "]"
+	}
+	return s + " " + e.text
+}
+
+// hasCode reports whether the response code starts with name.
+func (e *statusError) hasCode(name string) bool {
+	return strings.EqualFold(e.code, name) || strings.HasPrefix(strings.ToUpper(e.code), name+" ")
+}
+
+// dial connects, reads the greeting, logs in and reads the capabilities.
+func dial(ctx context.Context, cfg *Config) (*conn, error) {
+	nc, err := cfg.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("imaphub: connect %s: %w", cfg.Addr, err)
+	}
+	c := &conn{nc: nc, rd: reader{r: bufio.NewReaderSize(nc, 64<<10)}, w: bufio.NewWriterSize(nc, 64<<10)}
+	if err := c.setup(ctx, cfg); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *conn) setup(ctx context.Context, cfg *Config) error {
+	stop := c.watchContext(ctx)
+	defer stop()
+	greet, err := c.rd.readResponse()
+	if err != nil {
+		return c.fail("greeting", err)
+	}
+	if greet.tag != "*" || (greet.status != "OK" && greet.status != "PREAUTH") {
+		return c.fail("greeting", fmt.Errorf("unexpected greeting %s %s", greet.status, greet.text))
+	}
+	if greet.status == "OK" {
+		login := "LOGIN " + quote(cfg.User) + " " + quote(cfg.Password)
+		if err := c.cmd(ctx, "LOGIN", login, nil); err != nil {
+			return err
+		}
+	}
+	if err := c.capability(ctx); err != nil {
+		return err
+	}
+	for _, need := range []string{"UIDPLUS", "IDLE"} { // required, §10.3
+		if !c.caps[need] {
+			return &hub.ProtocolError{Op: "login", Msg: "server lacks the required extension " + need}
+		}
+	}
+	if c.caps["QRESYNC"] && !cfg.DisableQRESYNC {
+		err := c.cmd(ctx, "ENABLE", "ENABLE QRESYNC", func(r *response) error {
+			if r.name == "ENABLED" {
+				for _, a := range r.args {
+					if s, _ := str(a); strings.EqualFold(s, "QRESYNC") {
+						c.qresync = true
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *conn) capability(ctx context.Context) error {
+	c.caps = map[string]bool{}
+	return c.cmd(ctx, "CAPABILITY", "CAPABILITY", func(r *response) error {
+		if r.name == "CAPABILITY" {
+			for _, a := range r.args {
+				if s, ok := str(a); ok {
+					c.caps[strings.ToUpper(s)] = true
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// watchContext makes ctx's end (and deadline) interrupt blocked I/O. The
+// conn is broken afterwards if I/O was interrupted.
+func (c *conn) watchContext(ctx context.Context) (stop func()) {
+	if d, ok := ctx.Deadline(); ok {
+		c.nc.SetDeadline(d)
+	} else {
+		c.nc.SetDeadline(time.Time{})
+	}
+	cancel := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	return func() { cancel() }
+}
+
+// fail marks the conn broken and returns a clear error for op.
+func (c *conn) fail(op string, err error) error {
+	if c.broken == nil {
+		c.broken = err
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, errTruncated):
+		return &hub.ProtocolError{Op: op, Msg: "the server's answer ended early", Err: err}
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("imaphub: %s: %w", op, err)
+	}
+	return &hub.ProtocolError{Op: op, Msg: "malformed response", Err: err}
+}
+
+func (c *conn) nextTag() string {
+	c.tagN++
+	return "t" + strconv.Itoa(c.tagN)
+}
+
+// cmd sends one command line (without CRLF) and reads responses until its
+// tagged completion, passing each untagged response to handle (which may be
+// nil). A tagged NO or BAD is returned as *statusError. A handler error ends
+// the command: the rest of the answer is read and the error returned.
+func (c *conn) cmd(ctx context.Context, op, line string, handle func(*response) error) error {
+	if c.broken != nil {
+		return fmt.Errorf("imaphub: %s: connection broken: %w", op, c.broken)
+	}
+	stop := c.watchContext(ctx)
+	defer stop()
+	tag := c.nextTag()
+	c.w.WriteString(tag + " " + line + "\r\n")
+	if err := c.w.Flush(); err != nil {
+		return c.fail(op, err)
+	}
+	return c.complete(ctx, op, tag, handle)
+}
+
+// complete reads until the tagged response for tag.
+func (c *conn) complete(ctx context.Context, op, tag string, handle func(*response) error) error {
+	var herr error
+	for {
+		r, err := c.rd.readResponse()
+		if err != nil {
+			if ctx.Err() != nil {
+				c.fail(op, err)
+				return fmt.Errorf("imaphub: %s: %w", op, ctx.Err())
+			}
+			return c.fail(op, err)
+		}
+		switch {
+		case r.tag == tag:
+			if herr != nil {
+				return herr
+			}
+			if r.status != "OK" {
+				return &statusError{cmd: op, status: r.status, code: r.code, text: r.text}
+			}
+			if handle != nil && r.code != "" {
+				return handle(r) // the tagged OK's code (APPENDUID) goes to the handler too
+			}
+			return nil
+		case r.tag == "*" && r.status == "BYE":
+			return c.fail(op, fmt.Errorf("server said BYE: %s", r.text))
+		case r.tag == "*":
+			if handle != nil && herr == nil {
+				herr = handle(r)
+			}
+		case r.tag == "+":
+			return c.fail(op, errors.New("unexpected continuation request"))
+		default:
+			return c.fail(op, fmt.Errorf("response for unknown tag %q", r.tag))
+		}
+	}
+}
+
+func (c *conn) close() error {
+	return c.nc.Close()
+}

@@ -1,0 +1,199 @@
+package imaphub
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+)
+
+// Config says how to reach the account.
+type Config struct {
+	Addr     string // host:port
+	User     string
+	Password string
+	// TLS, when set, wraps the connection in TLS (implicit TLS, port 993).
+	// §10.3 requires TLS with a real provider; the loopback test servers
+	// run without.
+	TLS *tls.Config
+	// DisableQRESYNC makes the binding act as if the server lacked
+	// QRESYNC, using the UID SEARCH ALL comparison for removals.
+	DisableQRESYNC bool
+	// IdleRefresh is how often Watch re-issues IDLE; zero means 29 minutes
+	// (RFC 2177 asks clients to re-issue at least every 29 minutes).
+	IdleRefresh time.Duration
+	// Dialer, when set, replaces net.Dialer (tests use it).
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (cfg *Config) dial(ctx context.Context) (net.Conn, error) {
+	d := cfg.Dialer
+	if d == nil {
+		d = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+	}
+	nc, err := d(ctx, "tcp", cfg.Addr)
+	if err != nil || cfg.TLS == nil {
+		return nc, err
+	}
+	tc := tls.Client(nc, cfg.TLS)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+func (cfg *Config) idleRefresh() time.Duration {
+	if cfg.IdleRefresh > 0 {
+		return cfg.IdleRefresh
+	}
+	return 29 * time.Minute
+}
+
+// Store is the IMAP binding of the hub store. It implements hub.Store over
+// one command connection (re-dialled after a failure) plus one connection
+// per Watch call.
+type Store struct {
+	cfg Config
+
+	mu      sync.Mutex // serializes commands on c
+	c       *conn
+	mailbox string // <namespace prefix>Tandem, found at the first connect
+	closed  bool
+	watches map[*conn]struct{}
+}
+
+var _ hub.Store = (*Store)(nil)
+
+// Open connects to the account and logs in.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	s := &Store{cfg: cfg, watches: map[*conn]struct{}{}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.conn(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// conn returns the command connection, dialling a new one if the last broke.
+// s.mu is held.
+func (s *Store) conn(ctx context.Context) (*conn, error) {
+	if s.closed {
+		return nil, hub.ErrClosed
+	}
+	if s.c != nil && s.c.broken == nil {
+		return s.c, nil
+	}
+	if s.c != nil {
+		s.c.close()
+		s.c = nil
+	}
+	c, err := dial(ctx, &s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.mailbox == "" {
+		if s.mailbox, err = c.folderName(ctx); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	s.c = c
+	return c, nil
+}
+
+// folderName is <prefix>Tandem, where prefix is the personal namespace's
+// (NAMESPACE, RFC 2342; §10.3).
+func (c *conn) folderName(ctx context.Context) (string, error) {
+	if !c.caps["NAMESPACE"] {
+		return hub.Folder, nil
+	}
+	prefix := ""
+	err := c.cmd(ctx, "namespace", "NAMESPACE", func(r *response) error {
+		if r.name != "NAMESPACE" || len(r.args) == 0 {
+			return nil
+		}
+		personal, ok := r.args[0].([]any) // (("prefix" "sep") ...) or NIL
+		if !ok || len(personal) == 0 {
+			return nil
+		}
+		first, ok := personal[0].([]any)
+		if !ok || len(first) < 1 {
+			return &hub.ProtocolError{Op: "namespace", Msg: "malformed NAMESPACE response"}
+		}
+		prefix, _ = str(first[0])
+		return nil
+	})
+	return prefix + hub.Folder, err
+}
+
+// EnsureFolder implements hub.Store: LIST "" <mailbox>, then CREATE if
+// missing; ALREADYEXISTS is success (§10.3).
+func (s *Store) EnsureFolder(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	exists, err := c.listed(ctx, s.mailbox)
+	if err != nil || exists {
+		return err
+	}
+	err = c.cmd(ctx, "create", "CREATE "+quote(s.mailbox), nil)
+	var se *statusError
+	if errors.As(err, &se) && se.status == "NO" {
+		if se.hasCode("ALREADYEXISTS") {
+			return nil
+		}
+		// Servers without the code: it exists if it is listed now.
+		if ok, lerr := c.listed(ctx, s.mailbox); lerr == nil && ok {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("imaphub: create %s: %w", s.mailbox, err)
+	}
+	return nil
+}
+
+func (c *conn) listed(ctx context.Context, mailbox string) (bool, error) {
+	found := false
+	err := c.cmd(ctx, "list", "LIST \"\" "+quote(mailbox), func(r *response) error {
+		if r.name == "LIST" && len(r.args) >= 3 {
+			if name, ok := str(r.args[2]); ok && name == mailbox {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
+// Close implements hub.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for w := range s.watches {
+		w.close()
+	}
+	if s.c != nil {
+		if s.c.broken == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s.c.cmd(ctx, "logout", "LOGOUT", nil)
+			cancel()
+		}
+		return s.c.close()
+	}
+	return nil
+}
