@@ -1,0 +1,212 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+// The side-by-side benchmarks of issue 5: the same client workload (the
+// evolu/protocol client over a WebSocket, protocolSync, with in-memory
+// stores) against the real TS relay and the Ferry relay, each running as its
+// own process on 127.0.0.1. Every iteration starts both relays empty, runs the
+// workload against the TS relay (the anchor) and then the Ferry relay, and
+// reports per relay: wall-clock of the timed steps, bytes on the wire, rounds
+// and the relay process's peak RSS (VmHWM), plus the ratios. Run with
+//
+//	go test ./evolu/interop -run '^$' -bench Relay -benchtime 1x
+//
+// Results are written in docs/benchmarks/evolu.md.
+
+// benchChangeSize is the size of an encrypted change in the benchmarks: about
+// what encodeAndEncryptDbChange makes for a short row (a relay never decrypts,
+// so the bodies are opaque bytes of that size).
+const benchChangeSize = 100
+
+// relayKind starts one relay process.
+type relayKind struct {
+	name  string
+	start func(testing.TB) *relayProc
+}
+
+func relayKinds(e realEnv) []relayKind {
+	return []relayKind{
+		{"ts", func(t testing.TB) *relayProc { return startTSRelay(t, e) }},
+		{"ferry", startFerryRelayProcess},
+	}
+}
+
+// workloadResult is what one workload measured against one relay.
+type workloadResult struct {
+	Elapsed       time.Duration // the timed steps
+	BytesSent     int64         // client to relay
+	BytesReceived int64         // relay to client
+	Rounds        int
+	PeakRSS       int64
+}
+
+// runOn starts a relay, runs fn against it, and records its peak RSS.
+func runOn(b *testing.B, k relayKind, fn func(ctx context.Context, r *relayProc) (workloadResult, error)) workloadResult {
+	b.Helper()
+	r := k.start(b)
+	ctx := withTimeout(b, 10*time.Minute)
+	res, err := fn(ctx, r)
+	if err != nil {
+		b.Fatalf("%s relay: %v\n%s", k.name, err, r.Stderr())
+	}
+	rss, err := r.PeakRSS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.PeakRSS = rss
+	b.Logf("%s relay: %v, %d B sent, %d B received, %d rounds, peak RSS %.1f MiB",
+		k.name, res.Elapsed, res.BytesSent, res.BytesReceived, res.Rounds, float64(rss)/(1<<20))
+	if err := r.Stop(); err != nil {
+		b.Logf("%s relay exit: %v", k.name, err)
+	}
+	return res
+}
+
+// report adds both relays' figures and the ratios to b.
+func report(b *testing.B, ts, ferry workloadResult) {
+	b.Helper()
+	b.ReportMetric(float64(ts.Elapsed.Milliseconds()), "ts-ms")
+	b.ReportMetric(float64(ferry.Elapsed.Milliseconds()), "ferry-ms")
+	b.ReportMetric(float64(ts.Elapsed)/float64(ferry.Elapsed), "speedup-x")
+	b.ReportMetric(float64(ts.PeakRSS)/(1<<20), "ts-rss-MiB")
+	b.ReportMetric(float64(ferry.PeakRSS)/(1<<20), "ferry-rss-MiB")
+	b.ReportMetric(float64(ferry.PeakRSS)/float64(ts.PeakRSS), "rss-ratio")
+	b.ReportMetric(float64(ts.BytesSent+ts.BytesReceived), "ts-wire-B")
+	b.ReportMetric(float64(ferry.BytesSent+ferry.BytesReceived), "ferry-wire-B")
+	b.ReportMetric(float64(ts.Rounds), "ts-rounds")
+	b.ReportMetric(float64(ferry.Rounds), "ferry-rounds")
+	if ts.BytesSent != ferry.BytesSent || ts.BytesReceived != ferry.BytesReceived || ts.Rounds != ferry.Rounds {
+		b.Errorf("wire differs: TS relay sent %d/received %d in %d rounds, Ferry %d/%d in %d",
+			ts.BytesReceived, ts.BytesSent, ts.Rounds, ferry.BytesReceived, ferry.BytesSent, ferry.Rounds)
+	}
+}
+
+// checkSame fails unless st holds exactly want messages with fingerprint fp.
+func checkSame(ctx context.Context, st protocol.Storage, owner protocol.OwnerID, want int, fp protocol.Fingerprint) error {
+	n, got, err := storeDigest(ctx, st, owner)
+	if err != nil {
+		return err
+	}
+	if n != want || got != fp {
+		return fmt.Errorf("%w: %d messages %x, want %d %x", errNotConverged, n, got, want, fp)
+	}
+	return nil
+}
+
+// BenchmarkRelayPush20kPull pushes 20,000 changes into an empty relay, then a
+// fresh client pulls them all; both steps are timed.
+func BenchmarkRelayPush20kPull(b *testing.B) {
+	e := needReal(b)
+	owner := loadOwner(b, 0)
+	const n = 20_000
+	items := opaqueItems(seq(0, n), benchChangeSize)
+	ref := protocol.NewMemoryStorage()
+	if err := writeAll(context.Background(), ref, owner.ID, items); err != nil {
+		b.Fatal(err)
+	}
+	_, refFP, _ := storeDigest(context.Background(), ref, owner.ID)
+
+	workload := func(ctx context.Context, r *relayProc) (workloadResult, error) {
+		var res workloadResult
+		pusher := protocol.NewMemoryStorage()
+		if err := writeAll(ctx, pusher, owner.ID, items); err != nil {
+			return res, err
+		}
+		puller := protocol.NewMemoryStorage()
+		push, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, pusher)
+		if err != nil {
+			return res, fmt.Errorf("push: %w", err)
+		}
+		pull, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, puller)
+		if err != nil {
+			return res, fmt.Errorf("pull: %w", err)
+		}
+		if err := checkSame(ctx, puller, owner.ID, n, refFP); err != nil {
+			return res, err
+		}
+		return workloadResult{
+			Elapsed:       push.Duration + pull.Duration,
+			BytesSent:     push.BytesSent + pull.BytesSent,
+			BytesReceived: push.BytesReceived + pull.BytesReceived,
+			Rounds:        push.Rounds + pull.Rounds,
+		}, nil
+	}
+	kinds := relayKinds(e)
+	b.ResetTimer()
+	for range b.N {
+		ts := runOn(b, kinds[0], workload)
+		ferry := runOn(b, kinds[1], workload)
+		report(b, ts, ferry)
+	}
+}
+
+// BenchmarkRelayReconcile100k reconciles a client of 100,000 changes with a
+// relay of 100,000 that differ in 10 (5 only on each side). Loading the relay
+// (by a sync from another client) is not timed; the reconciliation is.
+func BenchmarkRelayReconcile100k(b *testing.B) {
+	e := needReal(b)
+	owner := loadOwner(b, 0)
+	const n = 100_005
+	onlyClient := map[int]bool{10: true, 20_000: true, 50_000: true, 77_777: true, 100_004: true}
+	onlyRelay := map[int]bool{0: true, 33_333: true, 50_001: true, 99_999: true, 100_003: true}
+	var clientIdx, relayIdx []int
+	for i := range n {
+		if !onlyRelay[i] {
+			clientIdx = append(clientIdx, i)
+		}
+		if !onlyClient[i] {
+			relayIdx = append(relayIdx, i)
+		}
+	}
+	all := protocol.NewMemoryStorage()
+	if err := writeAll(context.Background(), all, owner.ID, opaqueItems(seq(0, n), benchChangeSize)); err != nil {
+		b.Fatal(err)
+	}
+	_, allFP, _ := storeDigest(context.Background(), all, owner.ID)
+
+	workload := func(ctx context.Context, r *relayProc) (workloadResult, error) {
+		var res workloadResult
+		loader := protocol.NewMemoryStorage()
+		if err := writeAll(ctx, loader, owner.ID, opaqueItems(relayIdx, benchChangeSize)); err != nil {
+			return res, err
+		}
+		if _, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, loader); err != nil {
+			return res, fmt.Errorf("load: %w", err)
+		}
+		client := protocol.NewMemoryStorage()
+		if err := writeAll(ctx, client, owner.ID, opaqueItems(clientIdx, benchChangeSize)); err != nil {
+			return res, err
+		}
+		s, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, client)
+		if err != nil {
+			return res, fmt.Errorf("reconcile: %w", err)
+		}
+		if err := checkSame(ctx, client, owner.ID, n, allFP); err != nil {
+			return res, err
+		}
+		// The relay got the client's 5: a fresh client pulls everything.
+		check := protocol.NewMemoryStorage()
+		if _, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, check); err != nil {
+			return res, fmt.Errorf("check: %w", err)
+		}
+		if err := checkSame(ctx, check, owner.ID, n, allFP); err != nil {
+			return res, fmt.Errorf("relay after reconcile: %w", err)
+		}
+		return workloadResult{Elapsed: s.Duration, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived, Rounds: s.Rounds}, nil
+	}
+	kinds := relayKinds(e)
+	b.ResetTimer()
+	for range b.N {
+		ts := runOn(b, kinds[0], workload)
+		ferry := runOn(b, kinds[1], workload)
+		report(b, ts, ferry)
+	}
+}
