@@ -8,8 +8,9 @@
 //   db       SQLite file of this client's storage (the package's own
 //            createRelaySqliteStorage over node:sqlite; kept between runs)
 //   secret   hex OwnerSecret (32 bytes); the owner is createAppOwner(secret)
-//   put      [{table, id, values, millis, counter, nodeId}] rows to encrypt
-//            (encodeAndEncryptDbChange) and store before syncing
+//   put      [{table, id, values, millis, counter, nodeId, isInsert, isDelete}]
+//            rows to encrypt (encodeAndEncryptDbChange) and store before
+//            syncing; a value {"$bytes": hex} is a Uint8Array
 //   gen      {indices: [...] | from, to, skipMod, skipRem, pad} items of the
 //            shared test universe to encrypt and store (see itemMessage)
 //   relay    ws://127.0.0.1:port — sync with this relay (createProtocolMessageForSync,
@@ -54,6 +55,12 @@ const indicesOf = (gen) => {
   }
   return out;
 };
+
+/** JSON values of `put`: {"$bytes": hex} is a Uint8Array; the rest as is. */
+const fromJsonValues = (values) =>
+  Object.fromEntries(
+    Object.entries(values).map(([k, v]) => [k, v && typeof v === "object" && "$bytes" in v ? unhex(v.$bytes) : v]),
+  );
 
 const encrypt = (m) => ({
   timestamp: m.timestamp,
@@ -127,7 +134,7 @@ const main = async () => {
     toStore.push(
       encrypt({
         timestamp: lf.createTimestamp({ millis: p.millis, counter: p.counter ?? 0, nodeId: p.nodeId ?? "0123456789abcdef" }),
-        change: lf.DbChange.orThrow({ table: p.table, id: p.id, values: p.values, isInsert: p.isInsert ?? true, isDelete: p.isDelete ?? null }),
+        change: lf.DbChange.orThrow({ table: p.table, id: p.id, values: fromJsonValues(p.values), isInsert: p.isInsert ?? true, isDelete: p.isDelete ?? null }),
       }),
     );
   }
@@ -166,7 +173,7 @@ const main = async () => {
     result.rows = rows;
   }
   process.stdout.write(
-    JSON.stringify(result, (_k, v) => (v instanceof Uint8Array ? { bytes: hex(v) } : v)) + "\n",
+    JSON.stringify(result, (_k, v) => (v instanceof Uint8Array ? { $bytes: hex(v) } : v)) + "\n",
   );
   s.sqlite[Symbol.dispose]?.();
 };
