@@ -31,7 +31,8 @@ const (
 )
 
 // Reasons an envelope fails to open. An *EnvelopeError matches ErrEnvelope
-// and exactly one of these with errors.Is.
+// and exactly one of these with errors.Is. Callers ignore
+// ErrEnvelopeVersion silently (§15); docs/decisions/tandem-suite-envelope.md.
 var (
 	ErrEnvelopeShort   = errors.New("envelope too short")
 	ErrEnvelopeMagic   = errors.New("wrong magic")

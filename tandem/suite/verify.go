@@ -24,7 +24,7 @@ import (
 // equation only the identity can satisfy it.
 //
 // crypto/ed25519.Verify accepts non-canonical and small-order public keys,
-// so it must not be used on its own.
+// so it must not be used on its own. Details: docs/decisions/tandem-suite-verify.md.
 func VerifyStrict(publicKey, message, sig []byte) bool {
 	if len(publicKey) != 32 || len(sig) != 64 {
 		return false

@@ -128,7 +128,7 @@ const writePrefix = "TANDEM-WRITE-V1"
 //
 // It fails with ErrBadOp for an op outside 1..4, ErrHLCRange for millis above
 // 48 bits, and ErrVVTooLong or ErrVVUnsorted for a context or base that
-// cannot be signed (§9.2).
+// cannot be signed (§9.2); see docs/decisions/tandem-suite-write-limits.md.
 func (w *WriteBody) SigInput() ([]byte, error) {
 	if !w.Op.Valid() {
 		return nil, fmt.Errorf("%w: %d", ErrBadOp, w.Op)

@@ -30,6 +30,9 @@
 // standard alphabet and non-zero trailing bits), [N]byte with exactly N
 // bytes.
 //
+// Choices where the spec is silent (null, exact name matching, required
+// members, b64u strictness, depth): docs/decisions/tandem-suite-json.md.
+//
 // Written by hand because no standard or well-kept Go library rejects
 // duplicate names and escaped lone surrogates while matching names exactly
 // (encoding/json folds case and keeps the last duplicate; encoding/json/v2
