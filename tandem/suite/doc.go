@@ -16,6 +16,12 @@
 // pinned by the published vectors in testdata/vectors/tandem-v1.json
 // (docs/vectors.md).
 //
+// Where the spec is silent, the choices are recorded in
+// docs/decisions/tandem-suite-*.md: inventory encoding (inventory),
+// SigInput's refusals (write-limits), envelope errors (envelope), strict
+// Ed25519 details (verify), the pairing reply (pair-reply) and the other
+// signed byte strings (signed-strings).
+//
 // Written by hand: only the Tandem-specific byte layouts, and the strict
 // Ed25519 acceptance rules of §5.5 on top of filippo.io/edwards25519. All
 // primitives come from the standard library (crypto/sha256, crypto/hkdf,
