@@ -52,8 +52,8 @@ type GCMessage struct {
 //
 // Two messages can dominate each other (identical writes, or each covering
 // the other's superseded rest), so Dominated never destroys both: it keeps
-// messages greedily, largest first (ties by id), and returns a message only
-// if a kept message dominates it. Every write of a destroyed message is
+// messages greedily, strongest first (ties by id), and returns a message
+// only if a kept message dominates it. Every write of a destroyed message is
 // therefore in, or superseded by a write in, a message that stays. See
 // docs/decisions/tandem-hub-gc.md.
 func Dominated(msgs []GCMessage, s Superseder) []ID {
@@ -72,8 +72,21 @@ func Dominated(msgs []GCMessage, s Superseder) []ID {
 }
 
 func dominatedInRecord(group []GCMessage, s Superseder) []ID {
+	// Domination is a preorder (reflexive and transitive, since
+	// supersession is transitive). A message that strictly dominates
+	// another also dominates all it does, so it dominates strictly more:
+	// sorting by that count, largest first, puts every message after those
+	// that strictly dominate it.
+	count := make(map[ID]int, len(group))
+	for _, n := range group {
+		for _, m := range group {
+			if dominates(n, m, s) {
+				count[n.ID]++
+			}
+		}
+	}
 	slices.SortFunc(group, func(a, b GCMessage) int {
-		if c := cmp.Compare(len(b.Writes), len(a.Writes)); c != 0 {
+		if c := cmp.Compare(count[b.ID], count[a.ID]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)

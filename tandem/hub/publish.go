@@ -25,6 +25,10 @@ type Publisher struct {
 	byHash  map[[32]byte]ID
 	hashOf  map[ID][32]byte
 	pending map[string][]ID // added, not yet fetched, by channel
+	// own holds this Publisher's appends since its cursor. The next
+	// Changes from that cursor lists each of them as added if it is still
+	// in the folder; one it doesn't list was destroyed meanwhile.
+	own map[ID][32]byte
 }
 
 // NewPublisher returns a Publisher appending to s.
@@ -34,6 +38,7 @@ func NewPublisher(s Store) *Publisher {
 		byHash:  map[[32]byte]ID{},
 		hashOf:  map[ID][32]byte{},
 		pending: map[string][]ID{},
+		own:     map[ID][32]byte{},
 	}
 }
 
@@ -60,6 +65,7 @@ func (p *Publisher) Publish(ctx context.Context, channel string, envelope []byte
 	}
 	p.byHash[h] = id
 	p.hashOf[id] = h
+	p.own[id] = h
 	return id, nil
 }
 
@@ -70,22 +76,21 @@ func (p *Publisher) refresh(ctx context.Context, channel string) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range ch.Removed {
-		if h, ok := p.hashOf[id]; ok {
-			delete(p.hashOf, id)
-			if p.byHash[h] == id {
-				delete(p.byHash, h)
-				for other, oh := range p.hashOf { // a duplicate still holds it
-					if oh == h {
-						p.byHash[h] = other
-						break
-					}
-				}
-			}
+	listed := map[ID]bool{}
+	for _, a := range ch.Added {
+		listed[a.ID] = true
+		if _, mine := p.own[a.ID]; !mine {
+			p.pending[a.Channel] = append(p.pending[a.Channel], a.ID)
 		}
 	}
-	for _, a := range ch.Added {
-		p.pending[a.Channel] = append(p.pending[a.Channel], a.ID)
+	for id := range p.own {
+		if !listed[id] {
+			p.forget(id)
+		}
+	}
+	clear(p.own)
+	for _, id := range ch.Removed {
+		p.forget(id)
 	}
 	p.cursor = ch.Cursor
 	ids := p.pending[channel]
@@ -112,4 +117,23 @@ func (p *Publisher) refresh(ctx context.Context, channel string) error {
 		}
 	}
 	return nil
+}
+
+// forget drops a message that left the folder.
+func (p *Publisher) forget(id ID) {
+	h, ok := p.hashOf[id]
+	if !ok {
+		return
+	}
+	delete(p.hashOf, id)
+	if p.byHash[h] != id {
+		return
+	}
+	delete(p.byHash, h)
+	for other, oh := range p.hashOf { // a duplicate still holds it
+		if oh == h {
+			p.byHash[h] = other
+			return
+		}
+	}
 }
