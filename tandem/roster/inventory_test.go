@@ -173,7 +173,7 @@ func TestAssemblyWithJunk(t *testing.T) {
 	}
 	var all []*Fragment
 	for i, f := range good {
-		all = append(all, f, f) // duplicates
+		all = append(all, f, f)   // duplicates
 		if i%(len(good)/4) == 1 { // a few parts with a second, wrong version
 			bad := *f
 			bad.Bytes = append([]byte(nil), f.Bytes...)
