@@ -43,6 +43,12 @@ func (e *statusError) Error() string {
 	return s + " " + e.text
 }
 
+// Is makes a BAD (the server calls the command malformed) match
+// hub.ErrProtocol; a NO is a refusal, not a protocol error.
+func (e *statusError) Is(target error) bool {
+	return target == hub.ErrProtocol && e.status == "BAD"
+}
+
 // hasCode reports whether the response code starts with name.
 func (e *statusError) hasCode(name string) bool {
 	return strings.EqualFold(e.code, name) || strings.HasPrefix(strings.ToUpper(e.code), name+" ")
@@ -193,7 +199,8 @@ func (c *conn) complete(ctx context.Context, op, tag string, handle func(*respon
 			}
 			return nil
 		case r.tag == "*" && r.status == "BYE":
-			return c.fail(op, fmt.Errorf("server said BYE: %s", r.text))
+			c.fail(op, errors.New("server said BYE"))
+			return &hub.ProtocolError{Op: op, Msg: "the server ended the session (BYE): " + r.text}
 		case r.tag == "*":
 			if handle != nil && herr == nil {
 				herr = handle(r)

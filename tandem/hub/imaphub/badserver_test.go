@@ -1,0 +1,237 @@
+package imaphub
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
+)
+
+func ctx5(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func built(t *testing.T, ch string, env []byte) string {
+	msg, err := hub.Build(ch, env, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(msg)
+}
+
+func ids(c hub.Changes) []hub.ID {
+	var out []hub.ID
+	for _, a := range c.Added {
+		out = append(out, a.ID)
+	}
+	return out
+}
+
+// TestBadAnswersKeepCursor: for each way a server answer can be broken,
+// Changes fails with a clear protocol error, and the same cursor then
+// gives exactly the right changes once the server answers well again.
+func TestBadAnswersKeepCursor(t *testing.T) {
+	cases := []struct {
+		name    string
+		command string // the command whose answer is broken
+		answer  string
+		hangUp  bool
+		want    string // in the error text
+	}{
+		{"truncated literal", "UID FETCH", "* 1 FETCH (UID 3 BODY[HEADER.FIELDS (X)] {500}\r\nTandem-Channel: abc", true, "ended early"},
+		{"connection closed", "SELECT", "", true, "select"},
+		{"tagged BAD", "SELECT", "%TAG% BAD no idea\r\n", false, "BAD"},
+		{"unterminated list", "UID FETCH", "* 1 FETCH (UID 3\r\n%TAG% OK\r\n", false, "malformed"},
+		{"non-numeric search", "UID SEARCH", "* SEARCH 1 two\r\n%TAG% OK\r\n", false, "non-numeric"},
+		{"continuation out of turn", "SELECT", "+ what?\r\n", false, "continuation"},
+		{"unknown tag", "UID FETCH", "zz9 OK fine\r\n", false, "unknown tag"},
+		{"no UIDVALIDITY", "SELECT", "* 3 EXISTS\r\n%TAG% OK\r\n", false, "UIDVALIDITY"},
+		{"bad UIDVALIDITY", "SELECT", "* OK [UIDVALIDITY x] hm\r\n%TAG% OK\r\n", false, "UIDVALIDITY"},
+		{"FETCH without UID", "UID FETCH", "* 1 FETCH (BODY[HEADER.FIELDS (X)] {0}\r\n)\r\n%TAG% OK\r\n", false, "malformed FETCH"},
+		{"BYE", "UID FETCH", "* BYE going away\r\n", true, "BYE"},
+		{"huge literal size", "UID FETCH", "* 1 FETCH (UID 3 BODY[HEADER.FIELDS (X)] {99999999999999}\r\n", true, "literal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			ch := hubtest.Channel(1)
+			uid1 := f.add(built(t, ch, hubtest.Envelope(70)))
+			uid2 := f.add(built(t, ch, hubtest.Envelope(70)))
+			s, err := Open(ctx5(t), f.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			c1, err := s.Changes(ctx5(t), nil)
+			if err != nil || len(c1.Added) != 2 {
+				t.Fatalf("first Changes: %+v, %v", c1, err)
+			}
+			saved := bytes.Clone(c1.Cursor)
+			// Changes since saved: uid1 destroyed, uid3 appended.
+			f.mu.Lock()
+			delete(f.msgs, uid1)
+			f.mu.Unlock()
+			uid3 := f.add(built(t, ch, hubtest.Envelope(70)))
+
+			f.setHook(func(line string) (string, bool, bool) {
+				if strings.HasPrefix(strings.ToUpper(line), tc.command) {
+					return tc.answer, tc.hangUp, true
+				}
+				return "", false, false
+			})
+			_, err = s.Changes(ctx5(t), saved)
+			if err == nil {
+				t.Fatal("Changes succeeded on a broken answer")
+			}
+			t.Logf("error: %v", err)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if !bytes.Equal(saved, c1.Cursor) {
+				t.Fatal("the caller's cursor was modified")
+			}
+			f.setHook(nil)
+			c2, err := s.Changes(ctx5(t), saved)
+			if err != nil {
+				t.Fatalf("Changes after the server recovered: %v", err)
+			}
+			if got := ids(c2); !slices.Equal(got, []hub.ID{makeID(7, uid3)}) {
+				t.Errorf("added %v, want [%s]", got, makeID(7, uid3))
+			}
+			if !slices.Equal(c2.Removed, []hub.ID{makeID(7, uid1)}) {
+				t.Errorf("removed %v, want [%s]", c2.Removed, makeID(7, uid1))
+			}
+			_ = uid2
+		})
+	}
+}
+
+func TestProtocolErrorsAreTyped(t *testing.T) {
+	f := newFake(t)
+	f.add(built(t, hubtest.Channel(1), hubtest.Envelope(70)))
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.setHook(func(line string) (string, bool, bool) {
+		if strings.HasPrefix(line, "UID FETCH") {
+			return "* 1 FETCH (UID 1 BODY[HEADER.FIELDS (X)] {50}\r\nshort", true, true
+		}
+		return "", false, false
+	})
+	_, err = s.Changes(ctx5(t), nil)
+	var pe *hub.ProtocolError
+	if !errors.As(err, &pe) || !errors.Is(err, hub.ErrProtocol) || pe.Op != "changes" {
+		t.Fatalf("truncated literal: %v (%T), want a *hub.ProtocolError for changes", err, err)
+	}
+}
+
+func TestFetchPerMessageErrors(t *testing.T) {
+	f := newFake(t)
+	ch := hubtest.Channel(2)
+	good := hubtest.Envelope(120)
+	ugood := f.add(built(t, ch, good))
+	utext := f.add("Tandem-Version: 1\r\nTandem-Channel: " + ch + "\r\n\r\nnot an envelope\r\n")
+	uv2 := f.add("Tandem-Version: 2\r\nTandem-Channel: " + ch + "\r\n\r\n" + hub.EncodeBody(good))
+	ubig := f.add(built(t, ch, hubtest.Envelope(100))) // its answer is replaced below
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.setHook(func(line string) (string, bool, bool) {
+		if !strings.HasPrefix(line, "UID FETCH") || !strings.Contains(line, "BODY.PEEK[TEXT]") {
+			return "", false, false
+		}
+		// The three real answers, then one with a literal over the limit.
+		var b strings.Builder
+		for _, uid := range []uint32{ugood, utext, uv2} {
+			hdr, body := splitRaw(f.msgs[uid])
+			fmt.Fprintf(&b, "* %d FETCH (UID %d BODY[HEADER.FIELDS (X)] {%d}\r\n%s BODY[TEXT] {%d}\r\n%s)\r\n", uid, uid, len(hdr), hdr, len(body), body)
+		}
+		big := maxLiteral + 1
+		fmt.Fprintf(&b, "* 4 FETCH (UID %d BODY[HEADER.FIELDS (X)] {2}\r\n\r\n BODY[TEXT] {%d}\r\n%s)\r\n", ubig, big, strings.Repeat("A", big))
+		b.WriteString("%TAG% OK done\r\n")
+		return b.String(), false, true
+	})
+	want := []hub.ID{makeID(7, ugood), makeID(7, utext), makeID(7, uv2), makeID(7, ubig), makeID(7, 99), makeID(8, ugood), "junk"}
+	bodies, err := s.Fetch(ctx5(t), want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != len(want) {
+		t.Fatalf("%d bodies for %d ids", len(bodies), len(want))
+	}
+	if b := bodies[0]; b.Err != nil || !bytes.Equal(b.Envelope, good) || b.Channel != ch {
+		t.Errorf("good message: %v", b.Err)
+	}
+	for i, wantErr := range []error{nil, hub.ErrNotEnvelope, hub.ErrUnknownVersion, hub.ErrTooLarge, hub.ErrNotFound, hub.ErrNotFound, hub.ErrNotFound} {
+		if i > 0 && !errors.Is(bodies[i].Err, wantErr) {
+			t.Errorf("%s: %v, want %v", want[i], bodies[i].Err, wantErr)
+		}
+	}
+	f.setHook(nil)
+	if b, err := s.Fetch(ctx5(t), want[:1]); err != nil || b[0].Err != nil {
+		t.Fatalf("the connection is unusable after per-message errors: %v %v", err, b[0].Err)
+	}
+}
+
+func TestAppendWithoutAppendUID(t *testing.T) {
+	f := newFake(t)
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.setHook(func(line string) (string, bool, bool) {
+		if strings.HasPrefix(line, "APPEND") {
+			return "+ ok\r\n%TAG% OK appended\r\n", false, true
+		}
+		return "", false, false
+	})
+	if _, err := s.Append(ctx5(t), hubtest.Channel(1), hubtest.Envelope(70)); !errors.Is(err, hub.ErrProtocol) || !strings.Contains(err.Error(), "APPENDUID") {
+		t.Fatalf("Append without APPENDUID: %v", err)
+	}
+}
+
+func TestServerWithoutUIDPLUS(t *testing.T) {
+	f := newFake(t)
+	f.caps = "IMAP4rev1 IDLE"
+	if _, err := Open(ctx5(t), f.config()); !errors.Is(err, hub.ErrProtocol) || !strings.Contains(err.Error(), "UIDPLUS") {
+		t.Fatalf("Open on a server without UIDPLUS: %v", err)
+	}
+}
+
+func TestContextCancelInterrupts(t *testing.T) {
+	f := newFake(t)
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.setHook(func(line string) (string, bool, bool) {
+		if strings.HasPrefix(line, "SELECT") {
+			return "* 1 EXISTS\r\n", false, true // and never completes
+		}
+		return "", false, false
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.Changes(ctx, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Changes on a silent server: %v, want DeadlineExceeded", err)
+	}
+	f.setHook(nil)
+	if _, err := s.Changes(ctx5(t), nil); err != nil {
+		t.Fatalf("Changes after a timeout (redial): %v", err)
+	}
+}
