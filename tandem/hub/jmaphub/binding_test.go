@@ -83,7 +83,9 @@ func TestSessionBad(t *testing.T) {
 
 func TestPickMailbox(t *testing.T) {
 	top := func(id, name string) mailboxInfo { return mailboxInfo{ID: id, Name: name} }
-	under := func(id, name, parent string) mailboxInfo { return mailboxInfo{ID: id, Name: name, ParentID: ptr(parent)} }
+	under := func(id, name, parent string) mailboxInfo {
+		return mailboxInfo{ID: id, Name: name, ParentID: ptr(parent)}
+	}
 	for _, tc := range []struct {
 		name string
 		list []mailboxInfo
