@@ -36,12 +36,12 @@ func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (hub.ID, 
 	tag := c.nextTag()
 	fmt.Fprintf(c.w, "%s APPEND %s (\\Seen) {%d}\r\n", tag, quote(mailbox), len(msg))
 	if err := c.w.Flush(); err != nil {
-		return "", c.fail(op, err)
+		return "", c.ioFail(ctx, op, err)
 	}
 	for { // wait for the continuation request
 		r, err := c.rd.readResponse()
 		if err != nil {
-			return "", c.fail(op, err)
+			return "", c.ioFail(ctx, op, err)
 		}
 		if r.tag == "+" {
 			break
@@ -56,7 +56,7 @@ func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (hub.ID, 
 	c.w.Write(msg)
 	c.w.WriteString("\r\n")
 	if err := c.w.Flush(); err != nil {
-		return "", c.fail(op, err)
+		return "", c.ioFail(ctx, op, err)
 	}
 	var id hub.ID
 	err := c.complete(ctx, op, tag, func(r *response) error {

@@ -73,7 +73,7 @@ func (c *conn) setup(ctx context.Context, cfg *Config) error {
 	defer stop()
 	greet, err := c.rd.readResponse()
 	if err != nil {
-		return c.fail("greeting", err)
+		return c.ioFail(ctx, "greeting", err)
 	}
 	if greet.tag != "*" || (greet.status != "OK" && greet.status != "PREAUTH") {
 		return c.fail("greeting", fmt.Errorf("unexpected greeting %s %s", greet.status, greet.text))
@@ -127,11 +127,9 @@ func (c *conn) capability(ctx context.Context) error {
 // watchContext makes ctx's end (and deadline) interrupt blocked I/O. The
 // conn is broken afterwards if I/O was interrupted.
 func (c *conn) watchContext(ctx context.Context) (stop func()) {
-	if d, ok := ctx.Deadline(); ok {
-		c.nc.SetDeadline(d)
-	} else {
-		c.nc.SetDeadline(time.Time{})
-	}
+	// Only the AfterFunc sets a deadline: it runs after ctx.Err() is set,
+	// so an interrupted read can tell a cancelled context from a timeout.
+	c.nc.SetDeadline(time.Time{})
 	cancel := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
 	return func() { cancel() }
 }
@@ -149,6 +147,16 @@ func (c *conn) fail(op string, err error) error {
 		return fmt.Errorf("imaphub: %s: %w", op, err)
 	}
 	return &hub.ProtocolError{Op: op, Msg: "malformed response", Err: err}
+}
+
+// ioFail is fail for an I/O error, which may have been caused by ctx
+// ending; then ctx's error is returned.
+func (c *conn) ioFail(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil {
+		c.fail(op, err)
+		return fmt.Errorf("imaphub: %s: %w", op, ctx.Err())
+	}
+	return c.fail(op, err)
 }
 
 func (c *conn) nextTag() string {
@@ -169,7 +177,7 @@ func (c *conn) cmd(ctx context.Context, op, line string, handle func(*response) 
 	tag := c.nextTag()
 	c.w.WriteString(tag + " " + line + "\r\n")
 	if err := c.w.Flush(); err != nil {
-		return c.fail(op, err)
+		return c.ioFail(ctx, op, err)
 	}
 	return c.complete(ctx, op, tag, handle)
 }
@@ -180,11 +188,7 @@ func (c *conn) complete(ctx context.Context, op, tag string, handle func(*respon
 	for {
 		r, err := c.rd.readResponse()
 		if err != nil {
-			if ctx.Err() != nil {
-				c.fail(op, err)
-				return fmt.Errorf("imaphub: %s: %w", op, ctx.Err())
-			}
-			return c.fail(op, err)
+			return c.ioFail(ctx, op, err)
 		}
 		switch {
 		case r.tag == tag:
