@@ -15,7 +15,7 @@ import (
 // Fragments are grouped by (epoch, parts); within a group each index may
 // have several different versions, held apart. Identical fragments are
 // stored once, so duplicates are harmless. See
-// docs/decisions/tandem-roster-fragments.md.
+// docs/decisions/tandem-roster-inventory.md.
 type fragmentStore struct {
 	limits Limits
 	epochs map[[32]byte]*epochFragments

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/ferry-sync/ferry/tandem/suite"
 )
@@ -117,3 +118,5 @@ func wantIs(t testing.TB, err error, targets ...error) {
 		}
 	}
 }
+
+var timeZero = time.Time{}
