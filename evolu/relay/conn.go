@@ -26,17 +26,20 @@ func (c *conn) send(msg []byte) {
 	case c.out <- msg:
 	case <-c.done:
 	default:
-		c.close(websocket.StatusPolicyViolation, "too slow")
+		go c.close(websocket.StatusPolicyViolation, "too slow")
 	}
 }
 
+// close sends a close frame (waiting for the peer's, at most 5 s), then
+// stops the connection's goroutines.
 func (c *conn) close(code websocket.StatusCode, reason string) {
-	c.cancel()
 	_ = c.ws.Close(code, reason)
+	c.cancel()
 }
 
-// Handler returns the WebSocket endpoint. Connections live until ctx is
-// done or Serve shuts down.
+// Handler returns the WebSocket endpoint. ctx carries values only: the
+// connections it accepts live until their peer leaves or Serve shuts down,
+// which closes them with status 1001.
 func (s *Server) Handler(ctx context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.IsOwnerAllowed != nil {
@@ -62,7 +65,8 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 			return
 		}
 		ws.SetReadLimit(int64(s.cfg.TotalMaxSize))
-		cctx, cancel := context.WithCancel(ctx)
+		// Connections outlive ctx: Serve closes them with a close frame.
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		c := &conn{ws: ws, out: make(chan []byte, s.cfg.SendQueue), done: make(chan struct{}), cancel: cancel,
 			owners: make(map[protocol.OwnerID]struct{})}
 		s.mu.Lock()

@@ -239,7 +239,9 @@ func (s *Server) closeAll() {
 		cs = append(cs, c)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, c := range cs {
-		c.close(websocket.StatusGoingAway, "Ferry relay shutting down")
+		wg.Go(func() { c.close(websocket.StatusGoingAway, "Ferry relay shutting down") })
 	}
+	wg.Wait()
 }

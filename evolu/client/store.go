@@ -1,0 +1,220 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+const clientSchema = `
+create table if not exists evolu_row (
+  owner blob not null, tbl text not null, id blob not null, col text not null,
+  value any, ts blob not null,
+  primary key (owner, tbl, id, col)) without rowid;
+create table if not exists evolu_unreadable (
+  owner blob not null, t blob not null, reason text not null,
+  primary key (owner, t)) without rowid;
+create table if not exists evolu_clock (
+  k integer primary key check (k = 0), node_id blob not null, last blob not null);
+`
+
+// Store is the client's SQLite store: the owner's encrypted messages (the
+// set reconciled with relays) and the rows their decrypted changes make,
+// last writer wins per column by timestamp. It implements
+// protocol.Storage.
+type Store struct {
+	*sqlstore.Store
+	mu     sync.Mutex
+	keys   map[protocol.OwnerID][32]byte
+	now    func() time.Time
+	random io.Reader
+}
+
+// OpenStore opens (creating if needed) a client store at path.
+func OpenStore(ctx context.Context, path string) (*Store, error) {
+	st, err := sqlstore.Open(ctx, path, sqlstore.Config{}, clientSchema)
+	if err != nil {
+		return nil, fmt.Errorf("evolu client: %w", err)
+	}
+	return &Store{Store: st, keys: map[protocol.OwnerID][32]byte{}, now: time.Now, random: rand.Reader}, nil
+}
+
+// AddOwner lets the store decrypt the owner's changes.
+func (s *Store) AddOwner(o Owner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[o.ID] = o.EncryptionKey
+}
+
+// WriteMessages implements protocol.Storage. Every new message is stored,
+// so reconciliation converges; a change the store cannot read (wrong key,
+// tampered, timestamp mismatch, malformed) is recorded in evolu_unreadable
+// and applied to no row (docs/decisions/evolu-client-unreadable.md).
+func (s *Store) WriteMessages(ctx context.Context, owner protocol.OwnerID, msgs []protocol.EncryptedMessage) error {
+	s.mu.Lock()
+	key, ok := s.keys[owner]
+	s.mu.Unlock()
+	return s.Write(ctx, owner, msgs, func(ctx context.Context, tx *sql.Tx, m protocol.EncryptedMessage) error {
+		if err := observe(ctx, tx, m.Timestamp); err != nil {
+			return err
+		}
+		t := m.Timestamp.Bytes()
+		if !ok {
+			return markUnreadable(ctx, tx, owner, t, "no key for owner")
+		}
+		c, err := DecryptChange(m, key)
+		if err != nil {
+			return markUnreadable(ctx, tx, owner, t, err.Error())
+		}
+		return applyChange(ctx, tx, owner, t, c)
+	})
+}
+
+func markUnreadable(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t protocol.TimestampBytes, reason string) error {
+	_, err := tx.ExecContext(ctx, `insert or replace into evolu_unreadable (owner, t, reason) values (?, ?, ?)`, owner[:], t[:], reason)
+	return err
+}
+
+// applyChange writes each column if t is newer than the column's timestamp.
+func applyChange(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t protocol.TimestampBytes, c DbChange) error {
+	cols := c.Values
+	if c.IsDelete != nil {
+		v := 0.0
+		if *c.IsDelete {
+			v = 1
+		}
+		cols = append(cols[:len(cols):len(cols)], Column{Name: "isDeleted", Value: v})
+	}
+	for _, col := range cols {
+		_, err := tx.ExecContext(ctx, `insert into evolu_row (owner, tbl, id, col, value, ts) values (?, ?, ?, ?, ?, ?)
+			on conflict (owner, tbl, id, col) do update set value = excluded.value, ts = excluded.ts where excluded.ts > evolu_row.ts`,
+			owner[:], c.Table, c.ID[:], col.Name, col.Value, t[:])
+		if err != nil {
+			return fmt.Errorf("evolu client: apply: %w", err)
+		}
+	}
+	return nil
+}
+
+// observe advances the stored clock past a received timestamp.
+func observe(ctx context.Context, tx *sql.Tx, ts protocol.Timestamp) error {
+	t := ts.Bytes()
+	_, err := tx.ExecContext(ctx, `update evolu_clock set last = ? where k = 0 and last < ?`, t[:], t[:])
+	return err
+}
+
+// nextTimestamp is sendTimestamp: the later of now and the clock, with the
+// counter advanced when the millis do not move.
+func (s *Store) nextTimestamp(ctx context.Context, tx *sql.Tx) (protocol.Timestamp, error) {
+	var nodeRaw, lastRaw []byte
+	err := tx.QueryRowContext(ctx, `select node_id, last from evolu_clock where k = 0`).Scan(&nodeRaw, &lastRaw)
+	if errors.Is(err, sql.ErrNoRows) {
+		var nid protocol.NodeID
+		if _, err := io.ReadFull(s.random, nid[:]); err != nil {
+			return protocol.Timestamp{}, err
+		}
+		nodeRaw = nid[:]
+		lastRaw = make([]byte, 16)
+		if _, err := tx.ExecContext(ctx, `insert into evolu_clock (k, node_id, last) values (0, ?, ?)`, nodeRaw, lastRaw); err != nil {
+			return protocol.Timestamp{}, err
+		}
+	} else if err != nil {
+		return protocol.Timestamp{}, err
+	}
+	last := protocol.TimestampBytes(lastRaw).Timestamp()
+	var ts protocol.Timestamp
+	copy(ts.NodeID[:], nodeRaw)
+	ts.Millis = max(uint64(s.now().UnixMilli()), last.Millis)
+	if ts.Millis == last.Millis {
+		if last.Counter == protocol.MaxCounter {
+			ts.Millis++
+		} else {
+			ts.Counter = last.Counter + 1
+		}
+	}
+	if ts.Millis > protocol.MaxMillis {
+		return ts, errors.New("evolu client: clock exhausted")
+	}
+	tb := ts.Bytes()
+	_, err = tx.ExecContext(ctx, `update evolu_clock set last = ? where k = 0`, tb[:])
+	return ts, err
+}
+
+// Put stamps change with the next timestamp, encrypts it with the owner's
+// key, and stores it like a received message: it is applied to the rows and
+// will be sent by the next sync.
+func (s *Store) Put(ctx context.Context, o Owner, c DbChange) (protocol.Timestamp, error) {
+	s.AddOwner(o)
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return protocol.Timestamp{}, err
+	}
+	ts, err := s.nextTimestamp(ctx, tx)
+	if err != nil {
+		tx.Rollback()
+		return ts, err
+	}
+	if err := tx.Commit(); err != nil {
+		return ts, err
+	}
+	enc, err := EncryptChange(s.random, ts, c, o.EncryptionKey)
+	if err != nil {
+		return ts, err
+	}
+	return ts, s.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{{Timestamp: ts, Change: enc}})
+}
+
+// Row is one row of a table as the applied changes made it.
+type Row struct {
+	Table   string
+	ID      protocol.ID
+	Columns []Column
+}
+
+// Rows returns the owner's rows, ordered by table, id and column.
+func (s *Store) Rows(ctx context.Context, owner protocol.OwnerID, table string) ([]Row, error) {
+	q := `select tbl, id, col, value from evolu_row where owner = ?`
+	args := []any{owner[:]}
+	if table != "" {
+		q += ` and tbl = ?`
+		args = append(args, table)
+	}
+	rows, err := s.DB().QueryContext(ctx, q+` order by tbl, id, col`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var tbl, col string
+		var id []byte
+		var v any
+		if err := rows.Scan(&tbl, &id, &col, &v); err != nil {
+			return nil, err
+		}
+		if n := len(out); n == 0 || out[n-1].Table != tbl || string(out[n-1].ID[:]) != string(id) {
+			out = append(out, Row{Table: tbl, ID: protocol.ID(id)})
+		}
+		if i, ok := v.(int64); ok {
+			v = float64(i)
+		}
+		r := &out[len(out)-1]
+		r.Columns = append(r.Columns, Column{Name: col, Value: v})
+	}
+	return out, rows.Err()
+}
+
+// Unreadable returns how many stored changes of owner could not be read.
+func (s *Store) Unreadable(ctx context.Context, owner protocol.OwnerID) (int, error) {
+	var n int
+	err := s.DB().QueryRowContext(ctx, `select count(*) from evolu_unreadable where owner = ?`, owner[:]).Scan(&n)
+	return n, err
+}
