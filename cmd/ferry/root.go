@@ -20,6 +20,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newRelayCmd())
+	root.AddCommand(newEvoluCmd())
 	// Subsystems register their commands here, one line each.
 	return root
 }

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-sync/ferry/evolu/client"
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+// newEvoluCmd is "ferry evolu": an Evolu client.
+func newEvoluCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "evolu",
+		Short: "Evolu client: sync an owner with a relay, write and read rows",
+	}
+	cmd.AddCommand(newEvoluSyncCmd(), newEvoluPutCmd(), newEvoluRowsCmd(), newEvoluSecretCmd())
+	return cmd
+}
+
+type evoluFlags struct {
+	secret, db string
+	json       bool
+}
+
+func (f *evoluFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.secret, "secret", "", "owner secret: 64 hex digits (required)")
+	cmd.Flags().StringVar(&f.db, "db", "client.db", "client SQLite database file")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("secret")
+}
+
+func (f *evoluFlags) open(cmd *cobra.Command) (client.Owner, *client.Store, error) {
+	sec, err := client.ParseSecret(f.secret)
+	if err != nil {
+		return client.Owner{}, nil, err
+	}
+	o := client.OwnerFromSecret(sec)
+	st, err := client.OpenStore(cmd.Context(), f.db)
+	if err != nil {
+		return o, nil, err
+	}
+	st.AddOwner(o)
+	return o, st, nil
+}
+
+func newEvoluSyncCmd() *cobra.Command {
+	var f evoluFlags
+	var relayURL string
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Sync one owner's changes with a relay and print what moved",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, st, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rep, err := client.Sync(cmd.Context(), relayURL, o, st, client.SyncOptions{})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				return json.NewEncoder(out).Encode(rep)
+			}
+			_, err = fmt.Fprintf(out, "owner %s: sent %d, received %d changes in %d rounds (%d bytes out, %d in): %s\n",
+				rep.Owner, rep.Sent, rep.Received, rep.Rounds, rep.BytesSent, rep.BytesReceived, rep.Outcome)
+			return err
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&relayURL, "relay", "ws://127.0.0.1:4000", "relay WebSocket URL")
+	return cmd
+}
+
+// parseColumn reads name=text (a string) or name:=JSON (a number, a
+// string, or null).
+func parseColumn(arg string) (client.Column, error) {
+	if name, raw, ok := strings.Cut(arg, ":="); ok && name != "" {
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return client.Column{}, fmt.Errorf("%s: %w", arg, err)
+		}
+		switch v.(type) {
+		case nil, float64, string:
+			return client.Column{Name: name, Value: v}, nil
+		}
+		return client.Column{}, fmt.Errorf("%s: a value is a number, a string or null", arg)
+	}
+	if name, text, ok := strings.Cut(arg, "="); ok && name != "" {
+		return client.Column{Name: name, Value: text}, nil
+	}
+	return client.Column{}, fmt.Errorf("%q: want name=text or name:=JSON", arg)
+}
+
+func newEvoluPutCmd() *cobra.Command {
+	var f evoluFlags
+	var table, id string
+	var del bool
+	cmd := &cobra.Command{
+		Use:   "put name=text name:=JSON ...",
+		Short: "Write a row change (encrypted, sent by the next sync)",
+		Example: `  ferry evolu put --secret $SECRET --table todo title="Buy milk" done:=0
+  ferry evolu put --secret $SECRET --table todo --id AAAAAAAAAAAAAAAAAAAAAA --delete`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if table == "" {
+				return errors.New("--table is required")
+			}
+			c := client.DbChange{Table: table}
+			if id == "" {
+				if _, err := io.ReadFull(rand.Reader, c.ID[:]); err != nil {
+					return err
+				}
+				c.IsInsert = true
+			} else {
+				var err error
+				if c.ID, err = protocol.ParseID(id); err != nil {
+					return err
+				}
+			}
+			if del {
+				c.IsDelete = &del
+			}
+			for _, a := range args {
+				col, err := parseColumn(a)
+				if err != nil {
+					return err
+				}
+				c.Values = append(c.Values, col)
+			}
+			if len(c.Values) == 0 && c.IsDelete == nil {
+				return errors.New("nothing to write: give columns or --delete")
+			}
+			o, st, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ts, err := st.Put(cmd.Context(), o, c)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				return json.NewEncoder(out).Encode(map[string]any{"table": table, "id": c.ID.String(), "timestamp": ts.String()})
+			}
+			_, err = fmt.Fprintf(out, "%s %s at %s\n", table, c.ID, ts)
+			return err
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&table, "table", "", "table name (required)")
+	cmd.Flags().StringVar(&id, "id", "", "row id (22 base64url characters); new random id when empty")
+	cmd.Flags().BoolVar(&del, "delete", false, "mark the row deleted")
+	return cmd
+}
+
+func newEvoluRowsCmd() *cobra.Command {
+	var f evoluFlags
+	var table string
+	cmd := &cobra.Command{
+		Use:   "rows",
+		Short: "Print the rows made by the owner's decrypted changes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, st, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rows, err := st.Rows(cmd.Context(), o.ID, table)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				js := make([]map[string]any, 0, len(rows))
+				for _, r := range rows {
+					cols := map[string]any{}
+					for _, c := range r.Columns {
+						if b, ok := c.Value.([]byte); ok {
+							c.Value = hex.EncodeToString(b)
+						}
+						cols[c.Name] = c.Value
+					}
+					js = append(js, map[string]any{"table": r.Table, "id": r.ID.String(), "values": cols})
+				}
+				return json.NewEncoder(out).Encode(js)
+			}
+			for _, r := range rows {
+				var parts []string
+				for _, c := range r.Columns {
+					parts = append(parts, fmt.Sprintf("%s=%s", c.Name, formatValue(c.Value)))
+				}
+				if _, err := fmt.Fprintf(out, "%s %s %s\n", r.Table, r.ID, strings.Join(parts, " ")); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&table, "table", "", "only this table")
+	return cmd
+}
+
+func formatValue(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case []byte:
+		return "0x" + hex.EncodeToString(t)
+	case string:
+		b, _ := json.Marshal(t)
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+func newEvoluSecretCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "new-secret",
+		Short: "Print a new random owner secret and its OwnerId",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var s client.Secret
+			if _, err := io.ReadFull(rand.Reader, s[:]); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "secret %x\nownerId %s\n", s[:], client.OwnerFromSecret(s).ID)
+			return err
+		},
+	}
+}
