@@ -1,6 +1,7 @@
 package roster
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ferry-sync/ferry/tandem/suite"
@@ -11,7 +12,8 @@ import (
 // write is eligible there. Otherwise the error wraps exactly one of:
 //
 //   - ErrHeld: the named statement, the channel's statement or the channel's
-//     inventory is not known yet; keep the write and ask again later.
+//     inventory is not known yet; keep the write and ask again later. The
+//     error is a *HoldError naming what it waits for (see Pending).
 //   - ErrRejected: a bad signature, a malformed write, an author the named
 //     statement does not list as owner or writer, a reader, _meta by anyone
 //     but the owner, a statement outside the followed roster, or a write
@@ -35,7 +37,7 @@ func (c *Chain) CheckWrite(w *suite.WriteBody, sig []byte, channel [32]byte) ([3
 	}
 	if c.roster == nil {
 		if c.genesis == nil {
-			return id, fmt.Errorf("%w: %w: no genesis yet", ErrHeld, ErrUnknownStatement)
+			return id, held(w.Ref, ErrUnknownStatement, "(no genesis yet)")
 		}
 		return id, fmt.Errorf("%w: %w: invalid genesis", ErrRejected, ErrNotFollowed)
 	}
@@ -75,16 +77,16 @@ func (c *Chain) followed(id [32]byte, missing error) error {
 	}
 	n, ok := c.nodes[id]
 	if !ok {
-		return fmt.Errorf("%w: %w: %x", ErrHeld, missing, id)
+		return held(id, missing, "")
 	}
 	if !n.counting {
 		if len(c.children[n.st.Parent()]) > 0 {
 			return fmt.Errorf("%w: %w: draft %x was overtaken", ErrRejected, ErrNotFollowed, id)
 		}
-		return fmt.Errorf("%w: %w: draft %x", ErrHeld, missing, id)
+		return held(id, missing, "(a draft)")
 	}
 	if !c.connected(id, map[[32]byte]bool{}) {
-		return fmt.Errorf("%w: %w: %x waits for its parent", ErrHeld, missing, id)
+		return held(id, missing, "(waits for its parent)")
 	}
 	return fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotFollowed, id)
 }
@@ -121,10 +123,28 @@ func (c *Chain) eligibleIn(w *suite.WriteBody, id, channel [32]byte) error {
 	}
 	inv, ok := c.roster.inventories[channel]
 	if !ok {
-		return fmt.Errorf("%w: %w: epoch %x", ErrHeld, ErrNoInventory, channel)
+		return held(channel, ErrNoInventory, "")
 	}
 	if !inv.Lists(w.Record, id) {
 		return fmt.Errorf("%w: %w: write %x in record %x", ErrRejected, ErrNotEligible, id, w.Record)
 	}
 	return nil
+}
+
+// Resolved reports whether a write held on need (for reason, from its
+// HoldError) can now be judged: the statement is followed or can never be,
+// or, for ErrNoInventory, the epoch's inventory is assembled. A nil reason
+// is treated as a statement dependency.
+func (c *Chain) Resolved(need [32]byte, reason error) bool {
+	if c.dead != nil {
+		return true
+	}
+	if c.roster == nil {
+		return c.genesis != nil // an invalid genesis rejects everything
+	}
+	if errors.Is(reason, ErrNoInventory) {
+		_, ok := c.roster.inventories[need]
+		return ok
+	}
+	return !errors.Is(c.followed(need, ErrUnknownStatement), ErrHeld)
 }
