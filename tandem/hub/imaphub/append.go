@@ -2,6 +2,7 @@ package imaphub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,7 +24,19 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	if err != nil {
 		return "", err
 	}
-	return c.append(ctx, s.mailbox, msg)
+	id, err := c.append(ctx, s.mailbox, msg)
+	var se *statusError
+	if errors.As(err, &se) && se.status == "NO" && c.selected {
+		// A NO stores nothing (RFC 9051 §6.3.12). Dovecot refuses appends
+		// on a connection whose selected folder was deleted and created
+		// again by another client; a fresh connection appends fine.
+		c.fail("append", err)
+		if c, err = s.conn(ctx); err != nil {
+			return "", err
+		}
+		id, err = c.append(ctx, s.mailbox, msg)
+	}
+	return id, err
 }
 
 func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (hub.ID, error) {

@@ -65,6 +65,7 @@ func (c *conn) selectFolder(ctx context.Context, mailbox string, qr *cursor) (se
 	if err != nil {
 		return sel, err
 	}
+	c.selected = true
 	if sel.uidValidity == 0 {
 		return sel, &hub.ProtocolError{Op: "select", Msg: "no UIDVALIDITY in the SELECT answer"}
 	}

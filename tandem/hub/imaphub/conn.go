@@ -18,13 +18,14 @@ import (
 // use; Store serializes its use. After any error that leaves the stream in
 // an unknown state the conn is broken and must be closed.
 type conn struct {
-	nc      net.Conn
-	rd      reader
-	w       *bufio.Writer
-	tagN    int
-	caps    map[string]bool
-	broken  error
-	qresync bool // ENABLE QRESYNC succeeded
+	nc       net.Conn
+	rd       reader
+	w        *bufio.Writer
+	tagN     int
+	caps     map[string]bool
+	broken   error
+	qresync  bool // ENABLE QRESYNC succeeded
+	selected bool // a SELECT succeeded on this connection
 }
 
 // statusError is a tagged NO or BAD.
