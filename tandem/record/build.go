@@ -40,7 +40,7 @@ type Change struct {
 // fits: it covers kept writes one at a time, smallest vectors first and then
 // by write ID, skipping any that would not fit, and reports unsettleable =
 // true. The field then stays in that state until the record is deleted and
-// created again (§9.2). Kept writes from a later epoch than w.Epoch also
+// created again (§9.2; docs/decisions/tandem-record-unsettleable.md). Kept writes from a later epoch than w.Epoch also
 // cannot be covered and make the result unsettleable.
 //
 // Build fails with ErrDeleted for an edit of a deleted record, ErrClock when

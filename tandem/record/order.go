@@ -1,5 +1,11 @@
 package record
 
+import (
+	"bytes"
+
+	"github.com/ferry-sync/ferry/tandem/suite"
+)
+
 // The supersession rule, exactly as tandem-gaps.md "Supersession (§9.2)"
 // defines it; it replaces the two conditions the draft of §9.2 lost.
 //
@@ -36,4 +42,35 @@ func seen(x, w *Write) bool {
 // caller has checked that x and w are writes of one register.
 func supersedes(w, x *Write) bool {
 	return seen(x, w) && !seen(w, x)
+}
+
+// Supersedes reports whether w makes x redundant in a merged state: either
+// both are writes of one register (the same record and field, and for add
+// and remove the same element; deletes of one record form a register) and
+// w supersedes x under the rule above, or w is a delete of x's record and x
+// is not a delete (the sticky tombstone, §9.2, §12.3). This is a strict
+// partial order on writes, as garbage collection needs (§10.7).
+func Supersedes(w, x *Write) bool {
+	if w.body.Record != x.body.Record {
+		return false
+	}
+	wd, xd := w.body.Op == suite.OpDelete, x.body.Op == suite.OpDelete
+	switch {
+	case wd && !xd:
+		return true
+	case wd != xd:
+		return false
+	case !wd && !sameRegister(w, x):
+		return false
+	}
+	return supersedes(w, x)
+}
+
+// sameRegister reports whether two non-delete writes of one record share a
+// register (docs/decisions/tandem-record-registers.md).
+func sameRegister(a, b *Write) bool {
+	if a.body.Field != b.body.Field || (a.body.Op == suite.OpAssign) != (b.body.Op == suite.OpAssign) {
+		return false
+	}
+	return a.body.Op == suite.OpAssign || bytes.Equal(a.body.Element, b.body.Element)
 }
