@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,7 +84,13 @@ func summary(c *Chain) string {
 		return c.Status().String()
 	}
 	s := r.State()
-	return fmt.Sprintf("%v head=%x epoch=%x n=%d members=%v deleted=%v", c.Status(), r.Head().ID, r.Epoch(), s.N, s.Members, s.Deleted)
+	invs := ""
+	for _, st := range r.Statements() {
+		if inv, ok := r.Inventory(st.ID); ok {
+			invs += fmt.Sprintf(" %x=%x", st.ID[:4], inv.Hash())
+		}
+	}
+	return fmt.Sprintf("%v head=%x epoch=%x n=%d members=%v deleted=%v inventories:%s", c.Status(), r.Head().ID, r.Epoch(), s.N, s.Members, s.Deleted, invs)
 }
 
 func TestRandomOperationsValidate(t *testing.T) {
@@ -152,10 +159,28 @@ func TestReorderingGivesSameRoster(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		h := randomHistory(t, rng, 1+rng.IntN(25))
 		want := summary(chainOf(t, h.rosters[len(h.rosters)-1]))
+		last := h.rosters[len(h.rosters)-1]
+		var frags []*Fragment
+		for _, st := range last.Statements() {
+			if inv, ok := last.Inventory(st.ID); ok {
+				fs, err := Split(st.ID, inv.Bytes(), 1500)
+				check(t, err)
+				frags = append(frags, fs...)
+			}
+		}
+		if got := strings.Count(want[strings.Index(want, "inventories:"):], "="); got != len(h.epochStart)-1 {
+			t.Fatalf("%d inventories in the expected state, want %d", got, len(h.epochStart)-1)
+		}
 		for rep := 0; rep < 4; rep++ {
 			c := NewChain(h.rosters[0].Collection(), Options{})
-			for _, d := range deliveries(rng, h) {
-				check(t, c.Add(d.st, d.from))
+			ds := deliveries(rng, h)
+			order := rng.Perm(len(ds) + len(frags))
+			for _, k := range order {
+				if k < len(ds) {
+					check(t, c.Add(ds[k].st, ds[k].from))
+				} else {
+					check(t, c.AddFragment(frags[k-len(ds)]))
+				}
 			}
 			if got := summary(c); got != want {
 				t.Fatalf("history %d replica %d:\n got %s\nwant %s", i, rep, got, want)
