@@ -159,7 +159,7 @@ func (st *Store) getMeta(ctx context.Context, ids []string) ([]emailMeta, []stri
 // uses, so both bindings read a header byte for byte alike. The value is
 // read with :asRaw rather than :asText because asText also decodes RFC 2047
 // encoded words, which an IMAP reader does not (decision:
-// docs/decisions/tandem-hub-jmap-channel-header.md).
+// docs/decisions/tandem-hub-jmap-reading.md).
 func unfoldTrim(raw string) (string, bool) {
 	h, err := hub.ParseHeader([]byte("X:" + raw + "\r\n"))
 	if err != nil {

@@ -20,7 +20,8 @@ const cursorVersion = 1
 // binding needs them to tell a message moved out of Tandem (an update) from
 // one that never was in it, and to report only known ids as removed
 // (§10.2 changes). A cursor for another account or mailbox, or without a
-// state, makes Changes do a full resync.
+// state, makes Changes do a full resync. Decision:
+// docs/decisions/tandem-hub-jmap-changes.md.
 type cursor struct {
 	V       int      `json:"v"`
 	Account string   `json:"account"`

@@ -169,6 +169,7 @@ func (st *Store) Destroy(ctx context.Context, ids []hub.ID) error {
 // reader sees the whole body), or a charset the reader does not know
 // (Cyrus 3.6 decodes an unknown charset as us-ascii and reports no
 // encoding problem). One message, one reading, in both bindings.
+// Decision: docs/decisions/tandem-hub-jmap-reading.md.
 func checkContentType(raw *string) error {
 	if raw == nil {
 		return nil

@@ -29,6 +29,7 @@ type resultRef struct {
 // under the inbox. With neither, it creates Tandem at top level; if that
 // fails (another client created it first, which servers report with
 // different SetError types), it queries again and takes what it finds.
+// Decision: docs/decisions/tandem-hub-jmap-mailbox.md.
 func (st *Store) EnsureFolder(ctx context.Context) error {
 	_, err := st.ensureMailbox(ctx)
 	return err
