@@ -308,6 +308,17 @@ func TestOutOfOrderHeld(t *testing.T) {
 			t.Fatalf("status %v before the genesis", c.Status())
 		}
 	}
+	if got, want := c.Status(), StatusFollowing; got != want {
+		t.Fatalf("status %v", got)
+	}
+	if r, _ := c.Roster(); r.Head().ID != h.statements[len(h.statements)-1].ID {
+		t.Fatal("head")
+	}
+	for _, st := range h.statements { // the inventories can follow later
+		if inv, ok := h.rosters[len(h.rosters)-1].Inventory(st.ID); ok {
+			check(t, c.SetInventory(st.ID, inv.Bytes()))
+		}
+	}
 	if got, want := summary(c), summary(chainOf(t, h.rosters[len(h.rosters)-1])); got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
