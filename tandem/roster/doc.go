@@ -54,6 +54,7 @@
 //	drafts are not successors until announced                 9.4, 11.6    Origin, Chain.Announce, Chain.markCounting
 //	holding limits, 30 days by default, injectable clock      9.4, 10.6    Limits, Options.Now, Chain.Expire
 //	write names a followed statement, else held/rejected      8.3          Chain.CheckWrite, Chain.followed
+//	held writes wait within limits, released when judgeable   8.3, 9.4     HoldError, Pending, Chain.Resolved
 //	author listed as owner or writer; readers rejected        8.3          Chain.authorized (ErrNotMember, ErrReader)
 //	_meta only by the owner; no delete of a named record      7.3, 8.3     Chain.authorized, Chain.checkWriteShape
 //	source epoch: back to the first same-commitment statement 8.3          Roster.SourceEpoch
