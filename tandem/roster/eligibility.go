@@ -20,6 +20,10 @@ import (
 //     neither of this epoch nor listed in its inventory. Final.
 //   - ErrDead: the collection is dead; processing stops (§9.4).
 //
+// The write-level checks beyond the signature (op, element and value
+// consistency, vector limits, reserved field names) are tandem/record's
+// Validator; CheckWrite answers who may write what, where.
+//
 // Eligible in channel E iff the source epoch of the statement the write
 // names is E, or the write ID and record ID are both listed in the
 // inventory committed by E and the named statement is an ancestor of E.
