@@ -288,6 +288,14 @@ func TestDrafts(t *testing.T) {
 		t.Fatal("Announce did not promote the draft")
 	}
 
+	// Announce may come first (a grant read before the statement).
+	c = chainOf(t, f.r0)
+	c.Announce(draft.ID)
+	check(t, c.Add(draft, Origin{Channel: draft.ID}))
+	if r, _ := c.Roster(); r.Head().ID != draft.ID {
+		t.Fatal("an earlier Announce was lost")
+	}
+
 	// A statement built on the draft, read in the new channel, announces it.
 	c = chainOf(t, f.r0)
 	check(t, c.Add(draft, Origin{Channel: draft.ID}))

@@ -96,11 +96,15 @@ func (c *Chain) followed(id [32]byte, missing error) error {
 }
 
 // authorized: the named statement lists the author as owner or writer, and
-// only the owner writes _meta (§7.3, §8.3).
+// only the owner writes _meta (§7.3, §8.3). A statement with deleted set
+// allows nothing: it is the collection's last word (§11.9; see
+// docs/decisions/tandem-roster-chain.md).
 func (c *Chain) authorized(w *suite.WriteBody) error {
 	st, _ := c.roster.Statement(w.Ref)
 	m, ok := st.State.Member(w.Author)
 	switch {
+	case st.State.Deleted: // nothing is written under a deletion (§11.9)
+		return fmt.Errorf("%w: %w: statement %x", ErrRejected, ErrAfterDeleted, w.Ref)
 	case !ok:
 		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotMember, w.Author)
 	case m.Role == RoleReader:

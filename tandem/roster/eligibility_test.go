@@ -93,6 +93,13 @@ func TestEligibility(t *testing.T) {
 	bad.sig[0] ^= 1
 	wantIs(t, w.check(t, c, bad, w.e1), ErrRejected, ErrSignature)
 
+	// Nothing is written under a deletion.
+	del, err := Delete(w.r1, w.o.signer())
+	check(t, err)
+	cd := chainOf(t, extend(t, w.r1, del))
+	wantIs(t, w.check(t, cd, sw(t, w.w, w.coll, w.rec1, del.Statement.ID, dot, suite.OpAssign, "late"), w.e1), ErrRejected, ErrAfterDeleted)
+	check(t, w.check(t, cd, fresh, w.e1)) // what was written before stays valid
+
 	// Unknown statements and channels hold; they do not reject.
 	wantIs(t, w.check(t, c, sw(t, w.w, w.coll, w.rec1, [32]byte{0xAB}, dot, suite.OpAssign, "s"), w.e1), ErrHeld, ErrUnknownStatement)
 	wantIs(t, w.check(t, c, fresh, [32]byte{0xCD}), ErrHeld, ErrNotEpoch)
