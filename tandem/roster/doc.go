@@ -57,6 +57,7 @@
 //	held writes wait within limits, released when judgeable   8.3, 9.4     HoldError, Pending, Chain.Resolved
 //	author listed as owner or writer; readers rejected        8.3          Chain.authorized (ErrNotMember, ErrReader)
 //	_meta only by the owner; no delete of a named record      7.3, 8.3     Chain.authorized, Chain.checkWriteShape
+//	nothing written under a deleted statement                 11.9         Chain.authorized (ErrAfterDeleted)
 //	source epoch: back to the first same-commitment statement 8.3          Roster.SourceEpoch
 //	eligible in E: source epoch is E, or write and record
 //	  listed in E's inventory and statement an ancestor of E   8.3          Chain.eligibleIn
