@@ -420,3 +420,47 @@ func TestDominatesAndSuperseded(t *testing.T) {
 		t.Fatal("Dominates wrong")
 	}
 }
+
+func TestBuildAndResignRejectBadInput(t *testing.T) {
+	p := newPeer(t, 0, 1, 1)
+	x := p.do(assign(r1, "title", "x"))
+	before := p.w.Clock.Last()
+	cases := map[string]struct {
+		w    *Writer
+		c    Change
+		want error
+	}{
+		"no key":         {&Writer{Clock: p.w.Clock}, assign(r1, "t", "v"), ErrWriter},
+		"no clock":       {&Writer{Key: key(0)}, assign(r1, "t", "v"), ErrWriter},
+		"reserved field": {p.w, assign(r1, "_x", "v"), ErrReservedField},
+		"named delete":   {p.w, del(suite.NamedRecordID("_meta")), ErrNamedDelete},
+		"value on add":   {p.w, Change{Record: r1, Field: "tags", Op: suite.OpAdd, Value: []byte("v")}, ErrOpShape},
+		"bad op":         {p.w, Change{Record: r1, Field: "f", Op: 9}, ErrMalformed},
+	}
+	for name, c := range cases {
+		if _, _, err := p.s.Build(c.w, c.c); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	if p.w.Clock.Last() != before {
+		t.Error("a refused build consumed an HLC")
+	}
+	if _, err := p.s.Validator().Resign(&Writer{Epoch: 2}, x); !errors.Is(err, ErrWriter) {
+		t.Errorf("resign without key: %v", err)
+	}
+	// A base that would pass 1,024 entries is refused, not signed.
+	big := make(suite.VV, suite.MaxVVEntries)
+	for i := range big {
+		big[i] = suite.Dot{Device: suite.DeviceID{0xf0, byte(i >> 8), byte(i)}, HLC: suite.HLC{Millis: 1}}
+	}
+	body := suite.WriteBody{Scope: testScope, Record: r1, Field: "title", Op: suite.OpAssign, Author: pubOf(key(0)),
+		Dot: dot(1, 5, 0), Ref: [32]byte{1}, Context: suite.VV{}, Base: big}
+	full, err := testValidator().sign(key(0), &body, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.enter(2)
+	if _, err := p.s.Validator().Resign(p.w, full); !errors.Is(err, ErrVectorLimit) {
+		t.Errorf("resign past the vector limit: %v", err)
+	}
+}

@@ -40,12 +40,13 @@ type Change struct {
 // fits: it covers kept writes one at a time, smallest vectors first and then
 // by write ID, skipping any that would not fit, and reports unsettleable =
 // true. The field then stays in that state until the record is deleted and
-// created again (§9.2; docs/decisions/tandem-record-unsettleable.md). Kept writes from a later epoch than w.Epoch also
-// cannot be covered and make the result unsettleable.
+// created again (§9.2; docs/decisions/tandem-record-unsettleable.md). Kept
+// writes from a later epoch than w.Epoch also cannot be covered and make
+// the result unsettleable.
 //
-// Build fails with ErrDeleted for an edit of a deleted record, ErrClock when
-// the clock is exhausted, and with Validate's errors for a change no valid
-// write can carry.
+// Build fails with ErrWriter for a Writer without key or clock, ErrDeleted
+// for an edit of a deleted record, ErrClock when the clock is exhausted, and
+// with Validate's errors for a change no valid write can carry.
 func (s *State) Build(w *Writer, c Change) (_ *Write, unsettleable bool, err error) {
 	body, unsettleable, err := s.prepare(w, c)
 	if err != nil {
@@ -57,6 +58,9 @@ func (s *State) Build(w *Writer, c Change) (_ *Write, unsettleable bool, err err
 
 // prepare computes the body Build signs, taking the next HLC from w.Clock.
 func (s *State) prepare(w *Writer, c Change) (_ suite.WriteBody, unsettleable bool, err error) {
+	if len(w.Key) != ed25519.PrivateKeySize || w.Clock == nil {
+		return suite.WriteBody{}, false, ErrWriter
+	}
 	if s.Deleted(c.Record) && c.Op != suite.OpDelete {
 		return suite.WriteBody{}, false, ErrDeleted
 	}
@@ -132,10 +136,10 @@ func cover(kept []*Write, epoch uint64) (ctx, base suite.VV, unsettleable bool) 
 // every device of the author that signs the same write again produces the
 // same bytes and write ID. Only w.Key, w.Ref and w.Epoch are used.
 //
-// It fails with ErrNotAuthor when w.Key is not old's author, ErrEpoch when
-// w.Epoch is not later than old's epoch, and ErrVectorLimit when the base
-// would exceed 1,024 entries: the work is then kept for the app instead of
-// published as an invalid write.
+// It fails with ErrWriter without a valid key, ErrNotAuthor when w.Key is
+// not old's author, ErrEpoch when w.Epoch is not later than old's epoch, and
+// ErrVectorLimit when the base would exceed 1,024 entries: the work is then
+// kept for the app instead of published as an invalid write.
 func (v *Validator) Resign(w *Writer, old *Write) (*Write, error) {
 	body, err := resignBody(w, old)
 	if err != nil {
@@ -146,6 +150,9 @@ func (v *Validator) Resign(w *Writer, old *Write) (*Write, error) {
 
 // resignBody is the body Resign signs.
 func resignBody(w *Writer, old *Write) (suite.WriteBody, error) {
+	if len(w.Key) != ed25519.PrivateKeySize {
+		return suite.WriteBody{}, ErrWriter
+	}
 	pub := w.Key.Public().(ed25519.PublicKey)
 	if !bytes.Equal(pub, old.body.Author[:]) {
 		return suite.WriteBody{}, ErrNotAuthor

@@ -40,6 +40,8 @@ var (
 	// ErrVectorLimit: signing again would need a base of more than 1,024
 	// entries; the work is kept for the app instead (§9.2, §11.6).
 	ErrVectorLimit = errors.New("tandem/record: base would exceed 1024 entries")
+	// ErrWriter: a Writer lacks a valid Ed25519 private key or a Clock.
+	ErrWriter = errors.New("tandem/record: writer needs a signing key and a clock")
 	// ErrClock: the HLC cannot advance: millis would pass 2^48-1 (§9.1).
 	ErrClock = errors.New("tandem/record: HLC exhausted")
 	// ErrEncoding: serialized state bytes are truncated, malformed or not
