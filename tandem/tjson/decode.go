@@ -2,6 +2,7 @@ package tjson
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -285,11 +286,25 @@ func B64U(b []byte) string { return b64u.EncodeToString(b) }
 
 // DecodeB64U decodes a b64u string strictly; errors match ErrInvalid and ErrBytes.
 func DecodeB64U(s string) ([]byte, error) {
-	b, err := b64u.DecodeString(s)
+	b, err := decodeB64U(s)
 	if err != nil {
 		return nil, &Error{Reason: ErrBytes, Offset: -1, Detail: err.Error()}
 	}
 	return b, nil
+}
+
+// errB64UNewline reports a CR or LF inside a b64u string. encoding/base64
+// skips both even in strict mode, which would give one byte string two
+// spellings; the gaps file's one reading of JSON allows exactly one.
+var errB64UNewline = errors.New("b64u string contains CR or LF")
+
+// decodeB64U is the only b64u decoder of this package: strict base64url
+// without padding, zero trailing bits, and no CR or LF.
+func decodeB64U(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, errB64UNewline
+	}
+	return b64u.DecodeString(s)
 }
 
 // bytesOf decodes a b64u string value; n ≥ 0 demands exactly n bytes.
@@ -298,7 +313,7 @@ func bytesOf(j Value, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := b64u.DecodeString(s)
+	b, err := decodeB64U(s)
 	if err != nil {
 		return nil, &Error{Reason: ErrBytes, Offset: j.off, Detail: err.Error()}
 	}

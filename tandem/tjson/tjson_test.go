@@ -161,3 +161,23 @@ func TestBytesMarshal(t *testing.T) {
 		t.Fatal(out, err)
 	}
 }
+
+// encoding/base64 skips CR and LF even in strict mode; the one reading of
+// JSON must not, or "AAAA" and "AA\nAA" would be two spellings of one value.
+func TestB64URejectsNewlines(t *testing.T) {
+	for _, s := range []string{"AA\nAA", "AA\rAA", "AAAA\n", "\r\nAAAA"} {
+		if _, err := DecodeB64U(s); err == nil {
+			t.Errorf("DecodeB64U(%q) accepted", s)
+		}
+		var v struct {
+			B Bytes `json:"b"`
+		}
+		doc := `{"b":"` + strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s) + `"}`
+		if err := Unmarshal([]byte(doc), &v); err == nil {
+			t.Errorf("Unmarshal(%s) accepted", doc)
+		}
+	}
+	if b, err := DecodeB64U("AAAA"); err != nil || len(b) != 3 {
+		t.Fatalf("DecodeB64U(AAAA) = %x, %v", b, err)
+	}
+}
