@@ -152,10 +152,30 @@ func (s *sim) maliciousWrite() {
 	s.published = append(s.published, s.finish(body, key(9), epoch))
 }
 
+// replay publishes an old write again, sometimes with another valid
+// signature for the same write ID (a signer may choose any nonce).
 func (s *sim) replay() {
-	if len(s.published) > 0 {
-		s.published = append(s.published, s.published[s.r.IntN(len(s.published))])
+	if len(s.published) == 0 {
+		return
 	}
+	w := s.published[s.r.IntN(len(s.published))]
+	if s.r.IntN(3) == 0 {
+		c := *w
+		if s.signed {
+			if w.body.Author != pubOf(key(9)) {
+				return // only the malicious user's key is at hand
+			}
+			si, _ := w.body.SigInput()
+			c.sig = signWithNonce(s.t, key(9), si, byte(s.r.IntN(256)))
+		} else {
+			c.sig = make([]byte, 64)
+			for i := range c.sig {
+				c.sig[i] = byte(s.r.IntN(256))
+			}
+		}
+		w = &c
+	}
+	s.published = append(s.published, w)
 }
 
 // rotate starts the next epoch: devices sync partly, then sign again some of

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"bytes"
+
 	"github.com/ferry-sync/ferry/tandem/suite"
 )
 
@@ -34,9 +36,21 @@ func (r *register) covered(x *Write) bool {
 
 // add keeps x unless it is already kept or superseded, dropping the kept
 // writes x supersedes. It reports whether the kept set changed.
+//
+// One write ID can arrive with several valid signatures: Ed25519 is
+// deterministic only for honest signers, and a signer may pick any nonce.
+// The state keeps the smallest signature bytes, so replicas that saw the
+// same signatures encode identically whatever the order.
 func (r *register) add(x *Write) bool {
-	for _, k := range r.kept {
-		if k.id == x.id || supersedes(k, x) {
+	for i, k := range r.kept {
+		if k.id == x.id {
+			if bytes.Compare(x.sig, k.sig) < 0 {
+				r.kept[i] = x
+				return true
+			}
+			return false
+		}
+		if supersedes(k, x) {
 			return false
 		}
 	}
