@@ -15,7 +15,7 @@ import (
 // The vectors in testdata/evolu are made by the real @evolu/common 8.11.0
 // (see testdata/evolu/README.md); Ferry must reproduce them.
 
-func loadVectors(t *testing.T, name string, v any) {
+func loadVectors(t testing.TB, name string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "evolu", name))
 	if err != nil {
