@@ -11,9 +11,13 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
 
-// fetchBatch bounds the ids per Email/get of bodies, so that one answer
-// stays far below maxResponseBytes even for messages near 1 MiB.
-const fetchBatch = 64
+// Fetch batching. Up to fetchBatch ids go in one Email/get unseen: even 64
+// messages near 1 MiB stay below maxResponseBytes. Larger fetches first read
+// every message's size and group them up to fetchBudget bytes per Email/get.
+const (
+	fetchBatch  = 64
+	fetchBudget = 16 << 20
+)
 
 type bodyPart struct {
 	PartID string `json:"partId"`
@@ -53,11 +57,58 @@ func (st *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	if err != nil {
 		return nil, err
 	}
+	ranges := batches(len(ids), min(fetchBatch, st.s.maxObjectsInGet))
+	if len(ids) > fetchBatch {
+		if ranges, err = st.sizedBatches(ctx, ids); err != nil {
+			return nil, wrapOp("fetch", err)
+		}
+	}
 	out := make([]hub.Body, len(ids))
-	for _, b := range batches(len(ids), min(fetchBatch, st.s.maxObjectsInGet)) {
+	for _, b := range ranges {
 		if err := st.fetchRange(ctx, mb, ids, out, b[0], b[1]); err != nil {
 			return nil, wrapOp("fetch", err)
 		}
+	}
+	return out, nil
+}
+
+// sizedBatches reads the size of each email and splits ids into ranges of at
+// most maxObjectsInGet ids and fetchBudget bytes (at least one id each).
+func (st *Store) sizedBatches(ctx context.Context, ids []hub.ID) ([][2]int, error) {
+	size := make(map[string]int64, len(ids))
+	for _, b := range batches(len(ids), st.s.maxObjectsInGet) {
+		want := make([]string, 0, b[1]-b[0])
+		for _, id := range ids[b[0]:b[1]] {
+			want = append(want, string(id))
+		}
+		var r struct {
+			List []struct {
+				ID   string `json:"id"`
+				Size int64  `json:"size"`
+			} `json:"list"`
+		}
+		err := st.request(ctx, call{"Email/get", map[string]any{
+			"accountId": st.s.accountID, "ids": want, "properties": []string{"id", "size"},
+		}, &r})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range r.List {
+			size[e.ID] = max(e.Size, 0)
+		}
+	}
+	var out [][2]int
+	lo, used := 0, int64(0)
+	for i, id := range ids {
+		s := size[string(id)]
+		if i > lo && (i-lo == st.s.maxObjectsInGet || used+s > fetchBudget) {
+			out = append(out, [2]int{lo, i})
+			lo, used = i, 0
+		}
+		used += s
+	}
+	if lo < len(ids) {
+		out = append(out, [2]int{lo, len(ids)})
 	}
 	return out, nil
 }

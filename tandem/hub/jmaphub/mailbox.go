@@ -14,6 +14,9 @@ type mailboxInfo struct {
 
 type queryResp struct {
 	IDs []string `json:"ids"`
+	// Limit is set when the server used another limit than asked
+	// (RFC 8620 §5.5).
+	Limit *int `json:"limit"`
 }
 
 type resultRef struct {

@@ -9,8 +9,9 @@ import (
 )
 
 // resyncPage is the Email/query page size of a full resync (further capped
-// by maxObjectsInGet, since each page is fetched in the same request).
-const resyncPage = 512
+// by maxObjectsInGet, since each page is fetched in the same request). Only
+// ids and headers travel, so pages can be large.
+const resyncPage = 4096
 
 // resyncAttempts bounds restarts of a full resync whose paging anchor was
 // destroyed meanwhile.
@@ -82,7 +83,11 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 				order = append(order, m.ID)
 			}
 		}
-		if len(qr.IDs) < limit {
+		pageLimit := limit
+		if qr.Limit != nil && *qr.Limit > 0 {
+			pageLimit = min(pageLimit, *qr.Limit) // the server's own cap
+		}
+		if len(qr.IDs) == 0 || len(qr.IDs) < pageLimit {
 			break
 		}
 		anchor = qr.IDs[len(qr.IDs)-1]

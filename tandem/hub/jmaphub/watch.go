@@ -1,9 +1,11 @@
 package jmaphub
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -139,7 +141,10 @@ func (st *Store) stream(ctx context.Context, onChange func()) (int, error) {
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return n, err
 			}
-			return n, badResponse("eventsource", "reading the stream: %v", err)
+			if errors.Is(err, bufio.ErrTooLong) {
+				return n, badResponse("eventsource", "event longer than %d bytes", maxEventBytes)
+			}
+			return n, fmt.Errorf("jmaphub: event stream: %w", err)
 		}
 		interval, err := st.handleEvent(ev, onChange)
 		if err != nil {

@@ -135,6 +135,7 @@ func TestWatchEventSourceBad(t *testing.T) {
 		"not a StateChange":  {"state", `{"@type":"Other","changed":{}}`},
 		"ping without value": {"ping", `{}`},
 		"ping negative":      {"ping", `{"interval":-5}`},
+		"event over 1 MiB":   {"state", strings.Repeat("x", maxEventBytes+10)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(t)
