@@ -24,8 +24,9 @@ type Config struct {
 	// Username and Password are sent with HTTP Basic authentication on
 	// every request when either is set.
 	Username, Password string
-	// HTTPClient makes the requests; nil means a new client with no overall
-	// timeout (Watch holds a request open; every call has a context).
+	// HTTPClient makes the requests; nil means a client of the store's own
+	// (closed by Close) with no overall timeout: Watch holds a request
+	// open, and every call has a context.
 	HTTPClient *http.Client
 	// PollInterval is the Watch polling interval for servers without
 	// EventSource push; zero means DefaultPollInterval.
@@ -40,6 +41,8 @@ type Store struct {
 	c   client
 	s   *session
 	log *slog.Logger
+
+	ownHTTP bool // the http.Client is the store's own: Close closes its connections
 
 	mu      sync.Mutex
 	mailbox string // the Tandem mailbox id, once known
@@ -57,9 +60,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.SessionURL == "" {
 		return nil, errors.New("jmaphub: Config.SessionURL is empty")
 	}
-	hc := cfg.HTTPClient
+	hc, own := cfg.HTTPClient, false
 	if hc == nil {
-		hc = &http.Client{}
+		hc, own = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, true
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -68,9 +71,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	st := &Store{c: client{cfg: cfg, http: hc}, log: log.With("hub", "jmap")}
+	st := &Store{c: client{cfg: cfg, http: hc}, ownHTTP: own, log: log.With("hub", "jmap")}
 	s, err := st.c.fetchSession(ctx)
 	if err != nil {
+		if own {
+			hc.CloseIdleConnections()
+		}
 		return nil, err
 	}
 	st.s = s
@@ -78,12 +84,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return st, nil
 }
 
-// Close ends Watch calls in progress; later calls fail with hub.ErrClosed.
+// Close ends Watch calls in progress and closes the store's idle
+// connections; later calls fail with hub.ErrClosed.
 func (st *Store) Close() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.closed = true
 	st.stop()
+	if st.ownHTTP {
+		st.c.http.CloseIdleConnections()
+	}
 	return nil
 }
 
