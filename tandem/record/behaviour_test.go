@@ -464,3 +464,25 @@ func TestBuildAndResignRejectBadInput(t *testing.T) {
 		t.Errorf("resign past the vector limit: %v", err)
 	}
 }
+
+func TestResignCandidates(t *testing.T) {
+	a, b := newPeer(t, 0, 1, 1), newPeer(t, 1, 2, 1)
+	mine := a.do(assign(r1, "title", "mine"))
+	listed := a.do(add(r1, "tags", "x"))
+	gone := a.do(assign(recID(2), "title", "soon deleted"))
+	tomb := a.do(del(recID(2)))
+	a.recv(b.do(assign(recID(3), "title", "theirs")))
+	a.enter(2)
+	current := a.do(assign(recID(4), "title", "already in epoch 2"))
+	got := a.s.ResignCandidates(pubOf(key(0)), 2, func(_ [16]byte, id [32]byte) bool { return id == listed.ID() })
+	var ids [][32]byte
+	for _, w := range got {
+		ids = append(ids, w.ID())
+	}
+	if len(ids) != 2 || !slices.Contains(ids, mine.ID()) || !slices.Contains(ids, tomb.ID()) {
+		t.Fatalf("candidates = %x", ids)
+	}
+	if slices.Contains(ids, gone.ID()) || slices.Contains(ids, current.ID()) {
+		t.Fatal("a superseded or current-epoch write is a candidate")
+	}
+}

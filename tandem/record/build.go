@@ -182,3 +182,19 @@ func (v *Validator) sign(key ed25519.PrivateKey, body *suite.WriteBody, epoch ui
 	}
 	return &Write{body: cloneBody(body), id: id, sig: sig, epoch: epoch}, nil
 }
+
+// ResignCandidates returns the kept writes by author from epochs before
+// epoch that listed (the new epoch's inventory, §8.3) does not list, by
+// record and write ID: what a device signs again with Resign when it moves
+// to a new epoch (§11.6: "any write of its own user that the inventory
+// doesn't list and the new state doesn't supersede"). A kept write is by
+// definition not superseded; tombstones are included. listed may be nil.
+func (s *State) ResignCandidates(author [32]byte, epoch uint64, listed func(record [16]byte, id [32]byte) bool) []*Write {
+	var out []*Write
+	for w := range s.All() {
+		if w.body.Author == author && w.epoch < epoch && (listed == nil || !listed(w.body.Record, w.id)) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

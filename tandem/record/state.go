@@ -75,8 +75,6 @@ type field struct {
 	elems  map[string]*register
 }
 
-func (f *field) empty() bool { return len(f.assign.kept) == 0 && len(f.elems) == 0 }
-
 // rec is one record's state. Once any delete is kept, the record is a
 // tombstone: only its delete register remains and every other write of the
 // record is dropped on arrival (§9.2, §12.3; see
