@@ -18,6 +18,17 @@ type Superseder interface {
 	Superseded(x, w WriteID) bool
 }
 
+// SupersederFunc adapts a function to a Superseder. With the merge engine,
+// given the writes by ID:
+//
+//	hub.SupersederFunc(func(x, w hub.WriteID) bool {
+//		return record.Supersedes(writes[w], writes[x])
+//	})
+type SupersederFunc func(x, w WriteID) bool
+
+// Superseded calls f(x, w).
+func (f SupersederFunc) Superseded(x, w WriteID) bool { return f(x, w) }
+
 // MessageKind says what a kind-1 message holds, for garbage collection.
 type MessageKind int
 

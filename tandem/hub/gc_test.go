@@ -40,7 +40,7 @@ func TestDominated(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := hub.Dominated(tc.msgs, fieldOrder{})
+			got := hub.Dominated(tc.msgs, hub.SupersederFunc(fieldOrder{}.Superseded))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("Dominated = %v, want %v", got, tc.want)
 			}
