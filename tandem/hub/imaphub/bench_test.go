@@ -1,0 +1,243 @@
+package imaphub
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
+)
+
+// Benchmarks against the real Dovecot (user carol). See
+// docs/benchmarks/tandem-hub.md for figures and the command.
+
+const (
+	syncMessages = 5000
+	syncEnvelope = 1024 // bytes: a typical record-state message
+)
+
+// populate makes carol's Tandem folder hold exactly syncMessages messages.
+func populate(b *testing.B, cfg Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.EnsureFolder(ctx); err != nil {
+		b.Fatal(err)
+	}
+	c, err := s.Changes(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(c.Added) == syncMessages {
+		return
+	}
+	var all []hub.ID
+	for _, a := range c.Added {
+		all = append(all, a.ID)
+	}
+	if err := s.Destroy(ctx, all); err != nil {
+		b.Fatal(err)
+	}
+	for i := range syncMessages {
+		if _, err := s.Append(ctx, hubtest.Channel(i%20), hubtest.Envelope(syncEnvelope)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInitialSync compares a first sync of 5,000 messages (Changes,
+// Fetch, decode) with the anchor: one raw UID FETCH 1:* BODY.PEEK[TEXT] of
+// the same messages over one connection, reading only the bytes. Each
+// iteration runs both, one after the other, so that load from elsewhere on
+// the machine hits both alike; it reports their times and the ratio.
+func BenchmarkInitialSync(b *testing.B) {
+	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "carol")
+	populate(b, cfg)
+	ctx := context.Background()
+	nc, rd, err := rawLogin(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	buf := make([]byte, 64<<10)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var raw, tandem time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		n, _, err := rawFetch(nc, rd, buf)
+		if err != nil || n != syncMessages {
+			b.Fatalf("raw fetch: %d messages, %v", n, err)
+		}
+		t1 := time.Now()
+		initialSync(b, s)
+		t2 := time.Now()
+		raw += t1.Sub(t0)
+		tandem += t2.Sub(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(raw.Milliseconds())/n, "anchor-raw-ms")
+	b.ReportMetric(float64(tandem.Milliseconds())/n, "tandem-ms")
+	b.ReportMetric(float64(tandem)/float64(raw), "x-anchor")
+}
+
+// initialSync is Changes from nothing, then Fetch of every id, decoded.
+func initialSync(b *testing.B, s *Store) {
+	ctx := context.Background()
+	c, err := s.Changes(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]hub.ID, len(c.Added))
+	for i, a := range c.Added {
+		ids[i] = a.ID
+	}
+	bodies, err := s.Fetch(ctx, ids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, body := range bodies {
+		if body.Err != nil || len(body.Envelope) != syncEnvelope {
+			b.Fatalf("body %s: %v", body.ID, body.Err)
+		}
+	}
+	if len(bodies) != syncMessages {
+		b.Fatalf("%d bodies", len(bodies))
+	}
+}
+
+// rawLogin opens a plain connection with Tandem selected.
+func rawLogin(cfg Config) (net.Conn, *bufio.Reader, error) {
+	nc, err := net.Dial("tcp", cfg.Addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	rd := bufio.NewReaderSize(nc, 64<<10)
+	if _, err := rd.ReadString('\n'); err != nil {
+		return nil, nil, err
+	}
+	for i, cmd := range []string{"LOGIN " + cfg.User + " " + cfg.Password, "SELECT Tandem"} {
+		fmt.Fprintf(nc, "r%d %s\r\n", i, cmd)
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return nil, nil, err
+			}
+			if strings.HasPrefix(line, fmt.Sprintf("r%d OK", i)) {
+				break
+			}
+			if strings.HasPrefix(line, fmt.Sprintf("r%d ", i)) {
+				return nil, nil, fmt.Errorf("%s: %s", cmd, line)
+			}
+		}
+	}
+	return nc, rd, nil
+}
+
+// rawFetch sends UID FETCH 1:* BODY.PEEK[TEXT] and reads the answer,
+// skipping over literals: the least work a client can do.
+func rawFetch(nc net.Conn, rd *bufio.Reader, buf []byte) (n int, total int64, err error) {
+	if _, err := io.WriteString(nc, "f UID FETCH 1:* BODY.PEEK[TEXT]\r\n"); err != nil {
+		return 0, 0, err
+	}
+	return rawRead(rd, buf)
+}
+
+// rawRead reads responses up to the tagged "f" completion, skipping
+// literals, and counts them.
+func rawRead(rd *bufio.Reader, buf []byte) (n int, total int64, err error) {
+	for {
+		line, err := rd.ReadSlice('\n')
+		if err != nil {
+			return n, total, err
+		}
+		if len(line) > 2 && line[0] == 'f' && line[1] == ' ' {
+			return n, total, nil
+		}
+		s := strings.TrimRight(string(line), "\r\n")
+		if i := strings.LastIndexByte(s, '{'); i >= 0 && strings.HasSuffix(s, "}") {
+			size, _ := strconv.ParseInt(s[i+1:len(s)-1], 10, 64)
+			for size > 0 {
+				k, err := rd.Read(buf[:min(int64(len(buf)), size)])
+				if err != nil {
+					return n, total, err
+				}
+				size -= int64(k)
+				total += int64(k)
+			}
+			n++
+		}
+	}
+}
+
+// BenchmarkPushLatency: append on connection A until Watch's callback on
+// connection B; reports p50 and p95.
+func BenchmarkPushLatency(b *testing.B) {
+	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "carol")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	w, err := Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	if err := a.EnsureFolder(ctx); err != nil {
+		b.Fatal(err)
+	}
+	calls := make(chan time.Time, 1024)
+	done := make(chan error, 1)
+	go func() { done <- w.Watch(ctx, func() { calls <- time.Now() }) }()
+	<-calls
+	var lat []time.Duration
+	env := hubtest.Envelope(syncEnvelope)
+	for b.Loop() {
+		drainTimes(calls)
+		start := time.Now()
+		if _, err := a.Append(ctx, hubtest.Channel(1), env); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case at := <-calls:
+			lat = append(lat, at.Sub(start))
+		case err := <-done:
+			b.Fatalf("Watch ended: %v", err)
+		case <-time.After(30 * time.Second):
+			b.Fatal("no push within 30s")
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+	cancel()
+	<-done
+}
+
+func drainTimes(c chan time.Time) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
