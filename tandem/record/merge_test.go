@@ -198,3 +198,24 @@ func TestSupersedesIsStrictPartialOrderAcrossRegisters(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteSetAnswersByID(t *testing.T) {
+	a, b := newPeer(t, 0, 1, 1), newPeer(t, 1, 2, 1)
+	old := a.do(assign(r1, "title", "old"))
+	b.recv(old)
+	nw := b.do(assign(r1, "title", "new"))
+	tomb := b.do(del(recID(2)))
+	edit := a.do(assign(recID(2), "title", "x"))
+	ws := WriteSet{}
+	for _, w := range []*Write{old, nw, tomb, edit} {
+		ws.Add(w)
+	}
+	switch {
+	case !ws.Superseded(old.ID(), nw.ID()), ws.Superseded(nw.ID(), old.ID()):
+		t.Fatal("register supersession by ID")
+	case !ws.Superseded(edit.ID(), tomb.ID()), ws.Superseded(tomb.ID(), edit.ID()):
+		t.Fatal("tombstone by ID")
+	case ws.Superseded(old.ID(), [32]byte{1}), ws.Superseded(old.ID(), tomb.ID()):
+		t.Fatal("unknown ID or other record")
+	}
+}

@@ -74,3 +74,18 @@ func sameRegister(a, b *Write) bool {
 	}
 	return a.body.Op == suite.OpAssign || bytes.Equal(a.body.Element, b.body.Element)
 }
+
+// WriteSet indexes validated writes by write ID, for callers that ask about
+// supersession by ID, such as hub garbage collection (§10.7) over the writes
+// parsed from a channel's messages.
+type WriteSet map[[32]byte]*Write
+
+// Add indexes w.
+func (ws WriteSet) Add(w *Write) { ws[w.id] = w }
+
+// Superseded reports whether the write with ID w supersedes the one with ID
+// x under Supersedes; false if either is not in the set.
+func (ws WriteSet) Superseded(x, w [32]byte) bool {
+	xw, wx := ws[x], ws[w]
+	return xw != nil && wx != nil && Supersedes(wx, xw)
+}
