@@ -102,7 +102,8 @@ func (v *Validator) Named(id [16]byte) bool { return v.rules.Home || v.named[id]
 // Validate checks one received write and returns it as a Write. epoch is
 // e(x), the counter of the write's source epoch, as the roster layer found
 // it; whether the author may write under body.Ref is the roster's question
-// (§8.3), not this one. It rejects, with a wrapped sentinel error:
+// (§8.3), not this one. epoch must be a function of body.Ref, so one write
+// ID always comes with one epoch. It rejects, with a wrapped sentinel error:
 //
 //   - a scope other than the rules' (ErrScope);
 //   - an unknown op, HLC millis beyond 48 bits, an unsorted context or base,
