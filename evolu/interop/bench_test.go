@@ -32,10 +32,14 @@ type relayKind struct {
 	start func(testing.TB) *relayProc
 }
 
+// relayKinds are, in order: the anchor (the real @evolu/nodejs relay), the
+// Ferry relay, and the relay code of @evolu/common 8.11.0 (js/relay-811.mjs),
+// whose bytes on the wire Ferry must equal.
 func relayKinds(e realEnv) []relayKind {
 	return []relayKind{
 		{"ts", func(t testing.TB) *relayProc { return startTSRelay(t, e) }},
 		{"ferry", startFerryRelayProcess},
+		{"ts811", func(t testing.TB) *relayProc { return startTS811Relay(t, e) }},
 	}
 }
 
@@ -70,9 +74,22 @@ func runOn(b *testing.B, k relayKind, fn func(ctx context.Context, r *relayProc)
 	return res
 }
 
-// report adds both relays' figures and the ratios to b.
-func report(b *testing.B, ts, ferry workloadResult) {
+// report adds the relays' figures and the ratios to b. Speed and memory are
+// compared with the real @evolu/nodejs relay (ts); bytes and rounds must
+// equal those of the 8.11.0 relay code (ts811), which Ferry implements. The
+// @evolu/nodejs relay runs @evolu/common 8.0.0-next.5, whose bytes differ
+// where its splitRange lists the wrong timestamps
+// (docs/decisions/evolu-interop-relay-811.md); that difference is reported,
+// not failed.
+func report(b *testing.B, ts, ferry, ts811 workloadResult) {
 	b.Helper()
+	b.ReportMetric(float64(ts811.Elapsed.Milliseconds()), "ts811-ms")
+	b.ReportMetric(float64(ts811.PeakRSS)/(1<<20), "ts811-rss-MiB")
+	b.ReportMetric(float64(ts811.BytesSent+ts811.BytesReceived), "ts811-wire-B")
+	if ferry.BytesSent != ts811.BytesSent || ferry.BytesReceived != ts811.BytesReceived || ferry.Rounds != ts811.Rounds {
+		b.Errorf("wire differs from the 8.11.0 relay: it sent %d/received %d in %d rounds, Ferry %d/%d in %d",
+			ts811.BytesReceived, ts811.BytesSent, ts811.Rounds, ferry.BytesReceived, ferry.BytesSent, ferry.Rounds)
+	}
 	b.ReportMetric(float64(ts.Elapsed.Milliseconds()), "ts-ms")
 	b.ReportMetric(float64(ferry.Elapsed.Milliseconds()), "ferry-ms")
 	b.ReportMetric(float64(ts.Elapsed)/float64(ferry.Elapsed), "speedup-x")
@@ -84,7 +101,7 @@ func report(b *testing.B, ts, ferry workloadResult) {
 	b.ReportMetric(float64(ts.Rounds), "ts-rounds")
 	b.ReportMetric(float64(ferry.Rounds), "ferry-rounds")
 	if ts.BytesSent != ferry.BytesSent || ts.BytesReceived != ferry.BytesReceived || ts.Rounds != ferry.Rounds {
-		b.Errorf("wire differs: TS relay sent %d/received %d in %d rounds, Ferry %d/%d in %d",
+		b.Logf("wire differs from the @evolu/nodejs relay (common 8.0.0-next.5): it sent %d/received %d in %d rounds, Ferry %d/%d in %d",
 			ts.BytesReceived, ts.BytesSent, ts.Rounds, ferry.BytesReceived, ferry.BytesSent, ferry.Rounds)
 	}
 }
@@ -144,7 +161,8 @@ func BenchmarkRelayPush20kPull(b *testing.B) {
 	for range b.N {
 		ts := runOn(b, kinds[0], workload)
 		ferry := runOn(b, kinds[1], workload)
-		report(b, ts, ferry)
+		ts811 := runOn(b, kinds[2], workload)
+		report(b, ts, ferry, ts811)
 	}
 }
 
@@ -207,6 +225,7 @@ func BenchmarkRelayReconcile100k(b *testing.B) {
 	for range b.N {
 		ts := runOn(b, kinds[0], workload)
 		ferry := runOn(b, kinds[1], workload)
-		report(b, ts, ferry)
+		ts811 := runOn(b, kinds[2], workload)
+		report(b, ts, ferry, ts811)
 	}
 }

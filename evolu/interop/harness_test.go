@@ -152,16 +152,29 @@ func peakRSS(pid int) (int64, error) {
 	return 0, errors.New("no VmHWM in /proc status")
 }
 
-// startTSRelay starts the real TypeScript relay (js/relay.mjs) in a fresh
-// directory and waits until it listens. It checks that it is bound to
-// 127.0.0.1 only. The relay stops when the test ends.
+// startTSRelay starts the real TypeScript relay of @evolu/nodejs
+// (js/relay.mjs) in a fresh directory and waits until it listens. It checks
+// that it is bound to 127.0.0.1 only. The relay stops when the test ends.
 func startTSRelay(t testing.TB, e realEnv) *relayProc {
+	t.Helper()
+	return startNodeRelay(t, e, "relay.mjs")
+}
+
+// startTS811Relay starts the relay code of @evolu/common 8.11.0 served like
+// startRelay serves it (js/relay-811.mjs).
+func startTS811Relay(t testing.TB, e realEnv) *relayProc {
+	t.Helper()
+	return startNodeRelay(t, e, "relay-811.mjs")
+}
+
+// startNodeRelay runs a relay script of js/ that prints a ready line.
+func startNodeRelay(t testing.TB, e realEnv, script string) *relayProc {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the interop harness reads /proc")
 	}
 	dir := t.TempDir()
-	cmd := e.nodeCmd(context.Background(), "relay.mjs", dir)
+	cmd := e.nodeCmd(context.Background(), script, dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -60,9 +60,10 @@ export const createNodeSqliteDriver = (path) => (_name, options) => () => {
  * sqlite } where `run` is a Run whose deps include the storage, ready for
  * applyProtocolMessageAsClient / applyProtocolMessageAsRelay.
  */
-export const openStorage = async ({ file, seed = "evolu", quota } = {}) => {
+export const openStorage = async ({ file, seed = "evolu", quota, console: console_ } = {}) => {
   const baseDeps = {
     ...common.testCreateDeps({ seed }),
+    ...(console_ && { console: console_ }),
     createSqliteDriver: createNodeSqliteDriver(file),
     timingSafeEqual: (a, b) => a.length === b.length && timingSafeEqual(a, b),
   };
