@@ -63,6 +63,13 @@ func BenchmarkCyrusInitialSync(b *testing.B) {
 			}
 		}
 	})
+	b.Run("changes-only", func(b *testing.B) {
+		for b.Loop() {
+			if c, err := st.Changes(context.Background(), nil); err != nil || len(c.Added) != n {
+				b.Fatalf("Changes: %d added, %v", len(c.Added), err)
+			}
+		}
+	})
 	b.Run("raw-anchor", func(b *testing.B) {
 		for b.Loop() {
 			var q queryResp

@@ -54,7 +54,8 @@ func (st *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, er
 	}
 	ch, err := st.incremental(ctx, mb, cur)
 	var me *MethodError
-	if errors.As(err, &me) && (me.Type == "cannotCalculateChanges" || me.Type == "invalidArguments") {
+	if errors.As(err, &me) && me.Method == "Email/changes" &&
+		(me.Type == "cannotCalculateChanges" || me.Type == "invalidArguments") {
 		st.log.Debug("jmaphub: full resync", "reason", me.Type)
 		return st.resync(ctx, mb, cur)
 	}
