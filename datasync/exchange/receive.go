@@ -1,0 +1,213 @@
+package exchange
+
+import (
+	"errors"
+	"maps"
+	"slices"
+
+	"github.com/ferry-sync/ferry/datasync/engine"
+	"github.com/ferry-sync/ferry/datasync/frame"
+)
+
+// Receive handles one inbound frame from the peer and returns the answers
+// the termination table allows (§Termination):
+//
+//	offer (reply:false)  catch-up for each stale document, then one reply:true offer
+//	offer (reply:true)   catch-up for each stale document, plus one targeted
+//	                     offer naming the documents this frame created
+//	delta applied, already held, unreadable   nothing
+//	delta held behind a missing predecessor   one targeted offer for that document
+//	delta needing trimmed history             need_snap for that document
+//	snap                 nothing, in every outcome
+//	need_snap            one snap, only for a document already held
+//	need_blob            the BlobHandler's answer (bytes, one blob_gone, or nothing)
+//	blob_gone            nothing
+//
+// A frame whose version this session does not read is consumed with no
+// answer and no report (§Frames). Malformed frames are dropped; a document
+// over the byte budget is reported (§Bounds, checked before decoding). The
+// only other output is the optional flush of unsent local edits to a
+// document the frame names, which is owed, not an answer.
+func (s *Session) Receive(wire []byte) []Out {
+	f, err := frame.Parse(wire, s.enc().V)
+	if err != nil {
+		var ob *frame.OverBudgetError
+		if errors.As(err, &ob) && ob.Doc != "" {
+			s.report(ob.Doc, err)
+		}
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	outs := s.flushFor(f)
+	outs = append(outs, s.answer(f)...)
+	return s.route(outs)
+}
+
+func (s *Session) answer(f frame.Frame) []Out {
+	switch f.Kind {
+	case frame.KindOffer:
+		return s.answerOffer(f)
+	case frame.KindDelta:
+		return s.answerDelta(f)
+	case frame.KindSnap:
+		s.importSnap(f)
+		return nil
+	case frame.KindNeedSnap:
+		if !s.space.Engine.Has(f.Doc) {
+			return nil
+		}
+		return s.snapshot(f.Doc)
+	case frame.KindNeedBlob:
+		if s.blobs == nil || s.group != nil {
+			return nil
+		}
+		return s.blobs.NeedBlob(s.peer, f.Hash)
+	case frame.KindBlobGone:
+		if s.blobs != nil && s.group == nil {
+			s.blobs.BlobGone(s.peer, f.Hash)
+		}
+	}
+	return nil
+}
+
+func (s *Session) answerOffer(f frame.Frame) []Out {
+	eng := s.space.Engine
+	var outs []Out
+	var created []string
+	for _, doc := range slices.Sorted(maps.Keys(f.Docs)) {
+		if !eng.Has(doc) {
+			if s.create(doc) {
+				created = append(created, doc)
+			}
+			continue
+		}
+		outs = append(outs, s.catchUp(doc, f.Docs[doc])...)
+	}
+	if !f.Partial {
+		// Absent from a complete offer: the peer has never seen it.
+		for _, doc := range eng.Docs() {
+			if _, named := f.Docs[doc]; !named {
+				outs = append(outs, s.catchUp(doc, nil)...)
+			}
+		}
+	}
+	if !f.Reply {
+		return append(outs, s.offer(eng.Docs(), true, false)...)
+	}
+	if len(created) > 0 {
+		outs = append(outs, s.offer(created, true, true)...)
+	}
+	return outs
+}
+
+// create makes an empty document a peer named, within the ceiling.
+func (s *Session) create(doc string) bool {
+	if !s.space.admit() {
+		s.report(doc, ErrCeiling)
+		return false
+	}
+	if err := s.space.Engine.Create(doc); err != nil && !errors.Is(err, engine.ErrExists) {
+		s.space.release()
+		s.report(doc, errors.Join(ErrEngine, err))
+		return false
+	}
+	return true
+}
+
+func (s *Session) answerDelta(f frame.Frame) []Out {
+	eng := s.space.Engine
+	had := eng.Has(f.Doc)
+	if !had && !s.space.admit() {
+		s.report(f.Doc, ErrCeiling)
+		return nil
+	}
+	out, err := eng.Import(f.Doc, f.Blob)
+	if !had && !eng.Has(f.Doc) {
+		s.space.release()
+	}
+	switch out {
+	case engine.Unreadable:
+		s.report(f.Doc, errors.Join(ErrUnreadable, err))
+	case engine.MissingPredecessor:
+		return s.offer([]string{f.Doc}, true, true)
+	case engine.NeedsTrimmedHistory:
+		return []Out{s.to(frame.Frame{Kind: frame.KindNeedSnap, Doc: f.Doc})}
+	default:
+		if err != nil {
+			s.report(f.Doc, errors.Join(ErrEngine, err))
+		}
+	}
+	return nil
+}
+
+func (s *Session) importSnap(f frame.Frame) {
+	eng := s.space.Engine
+	had := eng.Has(f.Doc)
+	if !had && !s.space.admit() {
+		s.report(f.Doc, ErrCeiling)
+		return
+	}
+	out, err := eng.ImportSnapshot(f.Doc, f.Blob)
+	if !had && !eng.Has(f.Doc) {
+		s.space.release()
+	}
+	switch {
+	case out == engine.Unreadable:
+		s.report(f.Doc, errors.Join(ErrUnreadable, err))
+	case out == engine.Refused:
+		s.report(f.Doc, errors.Join(ErrRefused, err))
+	case err != nil:
+		s.report(f.Doc, errors.Join(ErrEngine, err))
+	}
+}
+
+// ImportSnapshot merges a whole document that arrived over the media path
+// (§Documents too large for a frame). Like snap, it is answered with nothing.
+func (s *Session) ImportSnapshot(doc string, blob []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.importSnap(frame.Frame{Kind: frame.KindSnap, Doc: doc, Blob: blob})
+}
+
+// catchUp is what a peer at version pv lacks of doc: a delta, else a snap,
+// else the media path, else a report.
+func (s *Session) catchUp(doc string, pv []byte) []Out {
+	eng := s.space.Engine
+	behind, err := eng.Behind(doc, pv)
+	if err != nil {
+		s.report(doc, errors.Join(ErrEngine, err))
+		return nil
+	}
+	if !behind {
+		return nil
+	}
+	ch, err := eng.Changes(doc, pv)
+	if err == nil && len(ch) <= frame.MaxDocumentBytes {
+		return []Out{s.to(frame.Frame{Kind: frame.KindDelta, Doc: doc, Blob: ch})}
+	}
+	if err != nil && !errors.Is(err, engine.ErrTrimmed) {
+		s.report(doc, errors.Join(ErrEngine, err))
+		return nil
+	}
+	return s.snapshot(doc)
+}
+
+// snapshot sends doc whole: in a snap when it fits the budget, over the
+// media path when the peer has entry 3 on a 1:1 session and it fits one
+// record, and otherwise reports that it cannot replicate.
+func (s *Session) snapshot(doc string) []Out {
+	snap, err := s.space.Engine.Snapshot(doc)
+	if err != nil {
+		s.report(doc, errors.Join(ErrEngine, err))
+		return nil
+	}
+	if len(snap) <= frame.MaxDocumentBytes {
+		return []Out{s.to(frame.Frame{Kind: frame.KindSnap, Doc: doc, Blob: snap})}
+	}
+	if s.group == nil && s.caps.Has(frame.EntryMedia) && len(snap) <= s.maxRecord {
+		return []Out{{To: s.peer, Snapshot: &SnapshotTransfer{Doc: doc, Blob: snap}}}
+	}
+	s.report(doc, ErrTooLarge)
+	return nil
+}

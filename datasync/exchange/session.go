@@ -1,0 +1,169 @@
+package exchange
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ferry-sync/ferry/datasync/engine"
+	"github.com/ferry-sync/ferry/datasync/frame"
+)
+
+// PeerID names a peer by its authenticated identity (for a 1:1 session, the
+// peer's static key). It is never read from a frame.
+type PeerID string
+
+// Defaults of [Space] and [Session] bounds.
+const (
+	// MaxPeerDocs is the most documents a space creates on peers' say-so
+	// (§Bounds: "A space accepts at most 1024 documents on a peer's say-so").
+	MaxPeerDocs = 1024
+	// OfferDocs is the most documents one offer frame names; a space of
+	// this many or fewer never splits its offer (§Bounds).
+	OfferDocs = 128
+)
+
+// Reasons a document cannot replicate, carried by a [Report].
+var (
+	ErrCeiling     = errors.New("datasync/exchange: peer-named document ceiling reached")
+	ErrTooLarge    = errors.New("datasync/exchange: document does not fit a frame and cannot take the media path")
+	ErrUnreadable  = errors.New("datasync/exchange: peer sent bytes the engine cannot read")
+	ErrRefused     = errors.New("datasync/exchange: snapshot refused: replicas forked below a compaction")
+	ErrEngine      = errors.New("datasync/exchange: local engine failure")
+	ErrGroupFetch  = errors.New("datasync/exchange: attachments cannot be fetched in a group space in this version")
+	ErrOverBudget  = frame.ErrOverBudget
+	ErrNoSuchAsked = errors.New("datasync/exchange: no such document")
+)
+
+// Report tells the application that a document is not replicating with a
+// peer (§Reporting: "a line in a log is not a report").
+type Report struct {
+	Peer PeerID
+	Doc  string
+	Err  error
+}
+
+func (r Report) String() string { return fmt.Sprintf("document %q with %s: %v", r.Doc, r.Peer, r.Err) }
+
+// Space is one space's documents and the state shared by all of its
+// sessions: the engine and the count of documents peers have named into it.
+type Space struct {
+	Engine engine.Engine
+	// Report receives every report of every session; it must not block.
+	Report func(Report)
+	// MaxPeerDocs overrides [MaxPeerDocs] when positive.
+	MaxPeerDocs int
+
+	mu        sync.Mutex
+	peerNamed int
+}
+
+// admit reserves room for one more peer-named document.
+func (sp *Space) admit() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	limit := sp.MaxPeerDocs
+	if limit <= 0 {
+		limit = MaxPeerDocs
+	}
+	if sp.peerNamed >= limit {
+		return false
+	}
+	sp.peerNamed++
+	return true
+}
+
+func (sp *Space) release() {
+	sp.mu.Lock()
+	sp.peerNamed--
+	sp.mu.Unlock()
+}
+
+// PeerNamed returns how many documents peers have created in the space.
+func (sp *Space) PeerNamed() int {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.peerNamed
+}
+
+func (sp *Space) report(r Report) {
+	if sp.Report != nil {
+		sp.Report(r)
+	}
+}
+
+// Out is one thing to send. Exactly one of Frame and Snapshot is set.
+type Out struct {
+	// To is the member a group frame is addressed to; empty means the
+	// whole roster. In a 1:1 session it is always the peer.
+	To PeerID
+	// Frame is a frame to send.
+	Frame *frame.Frame
+	// Snapshot is a whole document for the media path (entry 3, 1:1).
+	Snapshot *SnapshotTransfer
+}
+
+// SnapshotTransfer is an oversized document for the media path
+// (§Documents too large for a frame).
+type SnapshotTransfer struct {
+	Doc  string
+	Blob []byte
+}
+
+// BlobHandler answers need_blob and blob_gone (§Attachments). It is
+// optional; without one those frames are consumed with no answer.
+type BlobHandler interface {
+	NeedBlob(peer PeerID, hash string) []Out
+	BlobGone(peer PeerID, hash string)
+}
+
+// Session is the exchange with one peer over one space. Its methods are safe
+// for concurrent use.
+type Session struct {
+	space *Space
+	peer  PeerID
+	caps  frame.Caps
+	group *Group
+	// MaxRecord is the largest document the media path may carry; zero
+	// disables the media path for documents.
+	maxRecord int
+	blobs     BlobHandler
+
+	mu        sync.Mutex
+	unflushed map[string][]byte // doc -> version before its first unsent local edit
+}
+
+// Options configures a [Session].
+type Options struct {
+	// Caps are the data_versions entries the peer advertised.
+	Caps frame.Caps
+	// Group, when set, makes this a group-scope session with member peer.
+	Group *Group
+	// MaxRecordBytes enables the media path for oversized documents up to
+	// this size (entry 3, 1:1 only).
+	MaxRecordBytes int
+	// Blobs answers attachment frames.
+	Blobs BlobHandler
+}
+
+// NewSession returns the exchange with peer over sp.
+func NewSession(sp *Space, peer PeerID, o Options) *Session {
+	return &Session{space: sp, peer: peer, caps: slices.Clone(o.Caps), group: o.Group,
+		maxRecord: o.MaxRecordBytes, blobs: o.Blobs, unflushed: map[string][]byte{}}
+}
+
+// Peer returns the peer this session exchanges with.
+func (s *Session) Peer() PeerID { return s.peer }
+
+func (s *Session) enc() engine.Encoding { return s.space.Engine.Encoding() }
+
+func (s *Session) report(doc string, err error) {
+	s.space.report(Report{Peer: s.peer, Doc: doc, Err: err})
+}
+
+// to addresses f to the peer.
+func (s *Session) to(f frame.Frame) Out {
+	f.V = s.enc().V
+	return Out{To: s.peer, Frame: &f}
+}
