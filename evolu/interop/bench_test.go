@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,6 +73,41 @@ func runOn(b *testing.B, k relayKind, fn func(ctx context.Context, r *relayProc)
 		b.Logf("%s relay exit: %v", k.name, err)
 	}
 	return res
+}
+
+// runAll runs the workload b.N times on fresh relays of every kind, in turn,
+// and reports the median of each figure (the machine is shared: use
+// -benchtime 3x or more for stable medians).
+func runAll(b *testing.B, kinds []relayKind, workload func(ctx context.Context, r *relayProc) (workloadResult, error)) {
+	b.Helper()
+	results := make([][]workloadResult, len(kinds))
+	b.ResetTimer()
+	for range b.N {
+		for i, k := range kinds {
+			results[i] = append(results[i], runOn(b, k, workload))
+		}
+	}
+	b.StopTimer()
+	report(b, median(results[0]), median(results[1]), median(results[2]))
+}
+
+// median is the median of each figure (the lower middle for an even count).
+func median(rs []workloadResult) workloadResult {
+	pick := func(f func(workloadResult) int64) int64 {
+		v := make([]int64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[(len(v)-1)/2]
+	}
+	return workloadResult{
+		Elapsed:       time.Duration(pick(func(r workloadResult) int64 { return int64(r.Elapsed) })),
+		BytesSent:     pick(func(r workloadResult) int64 { return r.BytesSent }),
+		BytesReceived: pick(func(r workloadResult) int64 { return r.BytesReceived }),
+		Rounds:        int(pick(func(r workloadResult) int64 { return int64(r.Rounds) })),
+		PeakRSS:       pick(func(r workloadResult) int64 { return r.PeakRSS }),
+	}
 }
 
 // report adds the relays' figures and the ratios to b. Speed and memory are
@@ -156,14 +192,7 @@ func BenchmarkRelayPush20kPull(b *testing.B) {
 			Rounds:        push.Rounds + pull.Rounds,
 		}, nil
 	}
-	kinds := relayKinds(e)
-	b.ResetTimer()
-	for range b.N {
-		ts := runOn(b, kinds[0], workload)
-		ferry := runOn(b, kinds[1], workload)
-		ts811 := runOn(b, kinds[2], workload)
-		report(b, ts, ferry, ts811)
-	}
+	runAll(b, relayKinds(e), workload)
 }
 
 // BenchmarkRelayReconcile100k reconciles a client of 100,000 changes with a
@@ -220,12 +249,5 @@ func BenchmarkRelayReconcile100k(b *testing.B) {
 		}
 		return workloadResult{Elapsed: s.Duration, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived, Rounds: s.Rounds}, nil
 	}
-	kinds := relayKinds(e)
-	b.ResetTimer()
-	for range b.N {
-		ts := runOn(b, kinds[0], workload)
-		ferry := runOn(b, kinds[1], workload)
-		ts811 := runOn(b, kinds[2], workload)
-		report(b, ts, ferry, ts811)
-	}
+	runAll(b, relayKinds(e), workload)
 }

@@ -289,7 +289,7 @@ type tsGen struct {
 	From    int `json:"from"`
 	To      int `json:"to"`
 	SkipMod int `json:"skipMod,omitempty"`
-	SkipRem int `json:"skipRem,omitempty"`
+	SkipRem int `json:"skipRem"`
 	Pad     int `json:"pad,omitempty"`
 }
 
@@ -311,7 +311,11 @@ func runTSClient(t testing.TB, e realEnv, cfg tsClientConfig) tsClientResult {
 	}
 	var res tsClientResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("TS client output %q: %v\n%s", stdout.String(), err, stderr.String())
+		out := stdout.String()
+		if len(out) > 300 {
+			out = out[:150] + " … " + out[len(out)-150:]
+		}
+		t.Fatalf("TS client output (%d bytes) %q: %v\n%s", stdout.Len(), out, err, stderr.String())
 	}
 	res.Elapsed = time.Since(start)
 	if res.Error != nil {

@@ -50,7 +50,7 @@ const indicesOf = (gen) => {
   if (gen.indices) return gen.indices;
   const out = [];
   for (let i = gen.from ?? 0; i < gen.to; i++) {
-    if (gen.skipMod && i % gen.skipMod === gen.skipRem) continue;
+    if (gen.skipMod && i % gen.skipMod === (gen.skipRem ?? 0)) continue;
     out.push(i);
   }
   return out;
@@ -178,8 +178,9 @@ const main = async () => {
   s.sqlite[Symbol.dispose]?.();
 };
 
+// Exit only after stdout is flushed: writes to a pipe are asynchronous.
 main().then(
-  () => process.exit(0),
+  () => process.stdout.write("", () => process.exit(0)),
   (e) => {
     process.stderr.write(String(e?.stack ?? e) + "\n");
     process.exit(1);

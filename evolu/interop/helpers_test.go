@@ -1,0 +1,210 @@
+package interop
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/evolu/client"
+	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/relay"
+)
+
+// startFerryRelay runs the Ferry relay in-process on 127.0.0.1 and a free
+// port until the test ends.
+func startFerryRelay(t testing.TB) (string, *relay.Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := relay.New(ctx, relay.Config{DBPath: filepath.Join(t.TempDir(), "relay.db")})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("ferry relay: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("ferry relay did not shut down")
+		}
+		srv.Close()
+	})
+	return "ws://" + ln.Addr().String(), srv
+}
+
+// ferryOwner derives the owner of a hex secret with evolu/client.
+func ferryOwner(t testing.TB, secretHex string) client.Owner {
+	t.Helper()
+	s, err := client.ParseSecret(secretHex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.OwnerFromSecret(s)
+}
+
+// openFerryClient opens a fresh Ferry client store that can read owner's
+// changes.
+func openFerryClient(t testing.TB, owner client.Owner) *client.Store {
+	t.Helper()
+	st, err := client.OpenStore(context.Background(), filepath.Join(t.TempDir(), "client.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	st.AddOwner(owner)
+	return st
+}
+
+// itemID is the Id of item i: base64url(SHA-256("item-<i>")[:16]), as in
+// js/client.mjs.
+func itemID(i int) protocol.ID {
+	sum := sha256.Sum256([]byte("item-" + strconv.Itoa(i)))
+	var id protocol.ID
+	copy(id[:], sum[:16])
+	return id
+}
+
+// itemTitle is the title column of item i.
+func itemTitle(i, pad int) string { return "item " + strconv.Itoa(i) + strings.Repeat(" ", pad) }
+
+// itemChange is the DbChange of item i (see js/client.mjs itemMessage).
+func itemChange(i, pad int) client.DbChange {
+	return client.DbChange{
+		Table:    "item",
+		ID:       itemID(i),
+		Values:   []client.Column{{Name: "title", Value: itemTitle(i, pad)}, {Name: "n", Value: float64(i)}},
+		IsInsert: true,
+	}
+}
+
+// writeFerryItems encrypts items idx with evolu/client and stores them with
+// the shared universe's timestamps.
+func writeFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner client.Owner, idx []int, pad int) {
+	t.Helper()
+	msgs := make([]protocol.EncryptedMessage, 0, len(idx))
+	for _, i := range idx {
+		ts := itemTimestamp(i)
+		enc, err := client.EncryptChange(rand.Reader, ts, itemChange(i, pad), owner.EncryptionKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, protocol.EncryptedMessage{Timestamp: ts, Change: enc})
+	}
+	if err := writeAll(ctx, st, owner.ID, msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkFerryItems checks that st holds exactly the decrypted items idx and
+// nothing unreadable.
+func checkFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner client.Owner, idx []int, pad int) {
+	t.Helper()
+	rows, err := st.Rows(ctx, owner.ID, "item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[protocol.ID]map[string]string{}
+	for _, r := range rows {
+		cols := map[string]string{}
+		for _, c := range r.Columns {
+			cols[c.Name] = norm(c.Value)
+		}
+		got[r.ID] = cols
+	}
+	if len(got) != len(idx) {
+		t.Fatalf("Ferry client has %d item rows, want %d", len(got), len(idx))
+	}
+	for _, i := range idx {
+		cols := got[itemID(i)]
+		if cols["title"] != norm(itemTitle(i, pad)) || cols["n"] != norm(float64(i)) {
+			t.Fatalf("item %d reads %v", i, cols)
+		}
+	}
+	if n, err := st.Unreadable(ctx, owner.ID); err != nil || n != 0 {
+		t.Fatalf("Ferry client has %d unreadable changes (%v)", n, err)
+	}
+}
+
+// checkTSItems checks that the TS client's decrypted rows are exactly the
+// items idx.
+func checkTSItems(t testing.TB, rows []tsRow, idx []int, pad int) {
+	t.Helper()
+	byID := map[string]tsRow{}
+	for _, r := range rows {
+		if r.Error != "" {
+			t.Fatalf("TS client cannot read change %s: %s", r.Timestamp, r.Error)
+		}
+		if r.Table == "item" {
+			byID[r.ID] = r
+		}
+	}
+	if len(byID) != len(idx) {
+		t.Fatalf("TS client has %d item rows, want %d", len(byID), len(idx))
+	}
+	for _, i := range idx {
+		r, ok := byID[itemID(i).String()]
+		if !ok {
+			t.Fatalf("TS client lacks item %d", i)
+		}
+		ts := itemTimestamp(i).Bytes()
+		if r.Timestamp != hex.EncodeToString(ts[:]) || normJSON(r.Values["title"]) != norm(itemTitle(i, pad)) ||
+			normJSON(r.Values["n"]) != norm(float64(i)) || !r.IsInsert || r.IsDelete != nil {
+			t.Fatalf("TS client reads item %d as %+v", i, r)
+		}
+	}
+}
+
+// norm gives a comparable form of a SqliteValue as Ferry returns it.
+func norm(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "s:" + v
+	case []byte:
+		return "b:" + hex.EncodeToString(v)
+	case float64:
+		return "n:" + strconv.FormatFloat(v, 'g', -1, 64)
+	case int64:
+		return "n:" + strconv.FormatFloat(float64(v), 'g', -1, 64)
+	case int:
+		return "n:" + strconv.FormatFloat(float64(v), 'g', -1, 64)
+	default:
+		return fmt.Sprintf("?%T:%v", v, v)
+	}
+}
+
+// normJSON gives the same form for a value as js/client.mjs prints it.
+func normJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "invalid:" + string(raw)
+	}
+	if m, ok := v.(map[string]any); ok {
+		if h, ok := m["$bytes"].(string); ok {
+			return "b:" + h
+		}
+	}
+	return norm(v)
+}
