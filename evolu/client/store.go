@@ -63,28 +63,42 @@ func (s *Store) WriteMessages(ctx context.Context, owner protocol.OwnerID, msgs 
 	key, ok := s.keys[owner]
 	s.mu.Unlock()
 	return s.Write(ctx, owner, msgs, func(ctx context.Context, tx *sql.Tx, m protocol.EncryptedMessage) error {
-		if err := observe(ctx, tx, m.Timestamp); err != nil {
+		t := m.Timestamp.Bytes()
+		if err := s.exec(ctx, tx, sqlObserve, t[:]); err != nil {
 			return err
 		}
-		t := m.Timestamp.Bytes()
 		if !ok {
-			return markUnreadable(ctx, tx, owner, t, "no key for owner")
+			return s.exec(ctx, tx, sqlUnreadable, owner[:], t[:], "no key for owner")
 		}
 		c, err := DecryptChange(m, key)
 		if err != nil {
-			return markUnreadable(ctx, tx, owner, t, err.Error())
+			return s.exec(ctx, tx, sqlUnreadable, owner[:], t[:], err.Error())
 		}
-		return applyChange(ctx, tx, owner, t, c)
+		return s.applyChange(ctx, tx, owner, t, c)
 	})
 }
 
-func markUnreadable(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t protocol.TimestampBytes, reason string) error {
-	_, err := tx.ExecContext(ctx, `insert or replace into evolu_unreadable (owner, t, reason) values (?, ?, ?)`, owner[:], t[:], reason)
-	return err
+const (
+	sqlObserve    = `update evolu_clock set last = ?1 where k = 0 and last < ?1`
+	sqlUnreadable = `insert or replace into evolu_unreadable (owner, t, reason) values (?, ?, ?)`
+	sqlApply      = `insert into evolu_row (owner, tbl, id, col, value, ts) values (?, ?, ?, ?, ?, ?)
+		on conflict (owner, tbl, id, col) do update set value = excluded.value, ts = excluded.ts where excluded.ts > evolu_row.ts`
+)
+
+// exec runs a statement prepared once, inside tx.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) error {
+	st, err := s.TxStmt(ctx, tx, q)
+	if err != nil {
+		return err
+	}
+	if _, err := st.ExecContext(ctx, args...); err != nil {
+		return fmt.Errorf("evolu client: %w", err)
+	}
+	return nil
 }
 
 // applyChange writes each column if t is newer than the column's timestamp.
-func applyChange(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t protocol.TimestampBytes, c DbChange) error {
+func (s *Store) applyChange(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t protocol.TimestampBytes, c DbChange) error {
 	cols := c.Values
 	if c.IsDelete != nil {
 		v := 0.0
@@ -94,21 +108,11 @@ func applyChange(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t prot
 		cols = append(cols[:len(cols):len(cols)], Column{Name: "isDeleted", Value: v})
 	}
 	for _, col := range cols {
-		_, err := tx.ExecContext(ctx, `insert into evolu_row (owner, tbl, id, col, value, ts) values (?, ?, ?, ?, ?, ?)
-			on conflict (owner, tbl, id, col) do update set value = excluded.value, ts = excluded.ts where excluded.ts > evolu_row.ts`,
-			owner[:], c.Table, c.ID[:], col.Name, col.Value, t[:])
-		if err != nil {
-			return fmt.Errorf("evolu client: apply: %w", err)
+		if err := s.exec(ctx, tx, sqlApply, owner[:], c.Table, c.ID[:], col.Name, col.Value, t[:]); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// observe advances the stored clock past a received timestamp.
-func observe(ctx context.Context, tx *sql.Tx, ts protocol.Timestamp) error {
-	t := ts.Bytes()
-	_, err := tx.ExecContext(ctx, `update evolu_clock set last = ? where k = 0 and last < ?`, t[:], t[:])
-	return err
 }
 
 // nextTimestamp is sendTimestamp: the later of now and the clock, with the

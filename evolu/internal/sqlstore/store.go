@@ -41,6 +41,9 @@ import (
 // maxBlock is the largest block; a larger one is split in two halves.
 const maxBlock = 128
 
+// maxConns bounds the connection pool.
+const maxConns = 4
+
 // chunk is how many timestamps Iterate reads per query.
 const chunk = 512
 
@@ -75,29 +78,95 @@ type Store struct {
 
 	mu     sync.Mutex
 	owners map[protocol.OwnerID]*ownerIndex
+	stmts  map[string]*sql.Stmt
 }
 
 // Open opens (creating if needed) the SQLite database at path. extraSchema
 // is executed after the store's own schema.
 func Open(ctx context.Context, path string, cfg Config, extraSchema string) (*Store, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)&_pragma=cache_size(-16000)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", path, err)
 	}
+	// A few connections serve many goroutines better than one per
+	// goroutine: each SQLite connection has its own cache and setup cost.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	if _, err := db.ExecContext(ctx, schema+extraSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: schema: %w", err)
 	}
-	return &Store{db: db, cfg: cfg, owners: make(map[protocol.OwnerID]*ownerIndex)}, nil
+	return &Store{db: db, cfg: cfg, owners: make(map[protocol.OwnerID]*ownerIndex), stmts: make(map[string]*sql.Stmt)}, nil
 }
 
 // DB is the underlying database, for the client's own tables.
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// Stmt returns q prepared once for the store's lifetime; SQLite statement
+// preparation costs more than most of the store's queries.
+func (s *Store) Stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	st := s.stmts[q]
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: prepare: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stmts == nil {
+		st.Close()
+		return nil, errors.New("sqlstore: closed")
+	}
+	if prev := s.stmts[q]; prev != nil {
+		st.Close()
+		return prev, nil
+	}
+	s.stmts[q] = st
+	return st, nil
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.Stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// scanRow runs a one-row query into dest.
+func (s *Store) scanRow(ctx context.Context, q string, args []any, dest ...any) error {
+	st, err := s.Stmt(ctx, q)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+// TxStmt returns q prepared once, bound to tx.
+func (s *Store) TxStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
+	st, err := s.Stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st), nil
+}
 
 type block struct {
 	start protocol.TimestampBytes
@@ -149,7 +218,7 @@ func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex,
 	if x.loaded {
 		return x, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `select start, n, fp from evolu_block where owner = ? order by start`, owner[:])
+	rows, err := s.query(ctx, `select start, n, fp from evolu_block where owner = ? order by start`, owner[:])
 	if err != nil {
 		x.mu.Unlock()
 		return nil, fmt.Errorf("sqlstore: load index: %w", err)
@@ -222,7 +291,7 @@ func (s *Store) prefixFP(ctx context.Context, owner protocol.OwnerID, x *ownerIn
 
 func (s *Store) xorRows(ctx context.Context, q string, args ...any) (protocol.Fingerprint, error) {
 	var acc protocol.Fingerprint
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return acc, fmt.Errorf("sqlstore: fingerprint: %w", err)
 	}
@@ -269,8 +338,7 @@ func (s *Store) timestampAt(ctx context.Context, owner protocol.OwnerID, x *owne
 	var t protocol.TimestampBytes
 	k, off := x.locate(i)
 	var raw []byte
-	err := s.db.QueryRowContext(ctx, `select t from evolu_ts where owner = ? and t >= ? order by t limit 1 offset ?`,
-		owner[:], x.blocks[k].start[:], off).Scan(&raw)
+	err := s.scanRow(ctx, `select t from evolu_ts where owner = ? and t >= ? order by t limit 1 offset ?`, []any{owner[:], x.blocks[k].start[:], off}, &raw)
 	if err != nil {
 		return t, fmt.Errorf("sqlstore: timestamp at %d: %w", i, err)
 	}
@@ -332,8 +400,7 @@ func (s *Store) FindLowerBound(ctx context.Context, owner protocol.OwnerID, begi
 		return 0, nil
 	}
 	var n int
-	err = s.db.QueryRowContext(ctx, `select count(*) from (select 1 from evolu_ts where owner = ? and t >= ? and t < ? limit ?)`,
-		owner[:], x.blocks[k].start[:], ub.Timestamp[:], x.blocks[k].n).Scan(&n)
+	err = s.scanRow(ctx, `select count(*) from (select 1 from evolu_ts where owner = ? and t >= ? and t < ? limit ?)`, []any{owner[:], x.blocks[k].start[:], ub.Timestamp[:], x.blocks[k].n}, &n)
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: lower bound: %w", err)
 	}
@@ -388,7 +455,7 @@ func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end 
 }
 
 func (s *Store) readTimestamps(ctx context.Context, q string, args ...any) ([]protocol.TimestampBytes, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: iterate: %w", err)
 	}
@@ -409,7 +476,7 @@ func (s *Store) readTimestamps(ctx context.Context, q string, args ...any) ([]pr
 // ReadChange implements protocol.Storage.
 func (s *Store) ReadChange(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) ([]byte, error) {
 	var c []byte
-	err := s.db.QueryRowContext(ctx, `select change from evolu_change where owner = ? and t = ?`, owner[:], t[:]).Scan(&c)
+	err := s.scanRow(ctx, `select change from evolu_change where owner = ? and t = ?`, []any{owner[:], t[:]}, &c)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read change %s: %w", t.Timestamp(), err)
 	}
@@ -420,7 +487,7 @@ func (s *Store) ReadChange(ctx context.Context, owner protocol.OwnerID, t protoc
 // owner becomes its key; later keys are compared in constant time.
 func (s *Store) ValidateWriteKey(ctx context.Context, owner protocol.OwnerID, key protocol.WriteKey) (bool, error) {
 	var stored []byte
-	err := s.db.QueryRowContext(ctx, `select write_key from evolu_owner where owner = ?`, owner[:]).Scan(&stored)
+	err := s.scanRow(ctx, `select write_key from evolu_owner where owner = ?`, []any{owner[:]}, &stored)
 	if err == nil && stored != nil {
 		return subtle.ConstantTimeCompare(stored, key[:]) == 1, nil
 	}
@@ -435,7 +502,7 @@ func (s *Store) ValidateWriteKey(ctx context.Context, owner protocol.OwnerID, ke
 		return false, fmt.Errorf("sqlstore: store write key: %w", err)
 	}
 	// A concurrent first key may have won: compare with what is stored.
-	if err := s.db.QueryRowContext(ctx, `select write_key from evolu_owner where owner = ?`, owner[:]).Scan(&stored); err != nil {
+	if err := s.scanRow(ctx, `select write_key from evolu_owner where owner = ?`, []any{owner[:]}, &stored); err != nil {
 		return false, fmt.Errorf("sqlstore: read write key: %w", err)
 	}
 	return subtle.ConstantTimeCompare(stored, key[:]) == 1, nil

@@ -50,7 +50,7 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 			tx.Rollback()
 		}
 	}()
-	insChange, err := tx.PrepareContext(ctx, `insert into evolu_change (owner, t, change) values (?, ?, ?) on conflict do nothing`)
+	insChange, err := s.TxStmt(ctx, tx, `insert into evolu_change (owner, t, change) values (?, ?, ?) on conflict do nothing`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: prepare: %w", err)
 	}
@@ -72,7 +72,11 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 		return nil, tx.Commit()
 	}
 	var stored int64
-	err = tx.QueryRowContext(ctx, `select stored_bytes from evolu_owner where owner = ?`, owner[:]).Scan(&stored)
+	usage, err := s.TxStmt(ctx, tx, `select stored_bytes from evolu_owner where owner = ?`)
+	if err != nil {
+		return nil, err
+	}
+	err = usage.QueryRowContext(ctx, owner[:]).Scan(&stored)
 	if err != nil && err != sql.ErrNoRows {
 		return nil, fmt.Errorf("sqlstore: read usage: %w", err)
 	}
@@ -83,7 +87,7 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 		on conflict (owner) do update set stored_bytes = stored_bytes + excluded.stored_bytes`, owner[:], added); err != nil {
 		return nil, fmt.Errorf("sqlstore: update usage: %w", err)
 	}
-	insTS, err := tx.PrepareContext(ctx, `insert into evolu_ts (owner, t, fp) values (?, ?, ?)`)
+	insTS, err := s.TxStmt(ctx, tx, `insert into evolu_ts (owner, t, fp) values (?, ?, ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: prepare: %w", err)
 	}
@@ -104,7 +108,7 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 			}
 		}
 	}
-	if err := ix.persist(ctx, tx, owner); err != nil {
+	if err := ix.persist(ctx, s, tx, owner); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -187,13 +191,13 @@ func (e *blockEditor) split(ctx context.Context, tx *sql.Tx, owner protocol.Owne
 	return nil
 }
 
-func (e *blockEditor) persist(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) error {
+func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID) error {
 	for _, start := range e.deleted {
 		if _, err := tx.ExecContext(ctx, `delete from evolu_block where owner = ? and start = ?`, owner[:], start[:]); err != nil {
 			return fmt.Errorf("sqlstore: delete block: %w", err)
 		}
 	}
-	up, err := tx.PrepareContext(ctx, `insert into evolu_block (owner, start, n, fp) values (?, ?, ?, ?)
+	up, err := s.TxStmt(ctx, tx, `insert into evolu_block (owner, start, n, fp) values (?, ?, ?, ?)
 		on conflict (owner, start) do update set n = excluded.n, fp = excluded.fp`)
 	if err != nil {
 		return fmt.Errorf("sqlstore: prepare: %w", err)
