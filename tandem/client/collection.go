@@ -1,0 +1,229 @@
+package client
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/ferry-sync/ferry/tandem/record"
+	"github.com/ferry-sync/ferry/tandem/roster"
+	"github.com/ferry-sync/ferry/tandem/suite"
+)
+
+// CreateCollection creates a collection owned by the user (§7.1): a genesis
+// roster statement naming the user as owner with a commitment to a random
+// epoch key K(c,0), the membership record in home holding that key (§6.2),
+// and the collection's name in its _meta record (§7.3). It works offline:
+// everything is published by the next Sync, the genesis in the epoch
+// channel (§9.4, §10.5) and the membership in home.
+func (d *Device) CreateCollection(name string) (CollectionID, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hlc, err := d.clock.Next()
+	if err != nil {
+		return CollectionID{}, err
+	}
+	chg, err := roster.Genesis(roster.Signer{Key: d.id.SignKey, Dot: suite.Dot{Device: d.dev, HLC: hlc}, Rand: d.rand}, d.id.UKa, d.name)
+	if err != nil {
+		return CollectionID{}, err
+	}
+	st := chg.Statement
+	cid := CollectionID(roster.CollectionID(st.ID))
+	coll := newCollection(cid)
+	if err := coll.chain.Add(st, roster.Origin{}); err != nil {
+		return CollectionID{}, err
+	}
+	coll.checked[st.ID] = true // its commitment is that of the key we hold
+	ch := &channel{tag: suite.CollectionTag(chg.Key, st.ID), key: chg.Key, coll: coll, epoch: st.ID}
+
+	// Build everything before changing any state, so a failure leaves none.
+	genesisMsg, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body, Sig: st.Sig}}})
+	if err != nil {
+		return CollectionID{}, err
+	}
+	homeChanges, err := membershipChanges(cid, st.ID, chg.Key)
+	if err != nil {
+		return CollectionID{}, err
+	}
+	homeWrites, homeMsg, err := d.buildRecord(d.home, &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock}, d.chans[d.id.HomeTag], homeChanges)
+	if err != nil {
+		return CollectionID{}, err
+	}
+	meta := roster.MetaRecordID()
+	w, err := d.writerFor(coll, ch)
+	if err != nil {
+		return CollectionID{}, err
+	}
+	metaWrites, metaMsg, err := d.buildRecord(coll.state, w, ch, []record.Change{
+		{Record: meta, Field: fieldName, Op: suite.OpAssign, Value: []byte(roster.MetaRecordName)},
+		{Record: meta, Field: MetaNameField, Op: suite.OpAssign, Value: []byte(name)},
+	})
+	if err != nil {
+		return CollectionID{}, err
+	}
+
+	d.colls[cid] = coll
+	coll.epochs[st.ID] = chg.Key
+	d.chans[ch.tag] = ch
+	for _, w := range homeWrites {
+		d.home.Add(w)
+	}
+	for _, w := range metaWrites {
+		coll.state.Add(w)
+	}
+	d.outbox = append(d.outbox, genesisMsg, homeMsg, metaMsg)
+	return cid, nil
+}
+
+// buildRecord signs one write per change, all of one record, on top of s
+// (§9.2 "Building a write"), and seals them as one message for ch. It does
+// not add them to s.
+func (d *Device) buildRecord(s *record.State, w *record.Writer, ch *channel, changes []record.Change) ([]*record.Write, outMsg, error) {
+	ws := make([]*record.Write, 0, len(changes))
+	for _, c := range changes {
+		x, _, err := s.Build(w, c)
+		if err != nil {
+			return nil, outMsg{}, err
+		}
+		ws = append(ws, x)
+	}
+	m, err := d.seal(ch, &RecordPayload{Record: changes[0].Record, Writes: signedWrites(ws...)})
+	return ws, m, err
+}
+
+// writerFor returns the Writer for data writes in coll's current epoch,
+// whose channel is ch: ref is the head of the followed roster (§8.3).
+// d.mu is held.
+func (d *Device) writerFor(coll *collection, ch *channel) (*record.Writer, error) {
+	r, ok := coll.chain.Roster()
+	if !ok || coll.chain.Status() != roster.StatusFollowing {
+		return nil, fmt.Errorf("%w: roster %v", ErrNotWritable, coll.chain.Status())
+	}
+	st := r.State()
+	m, ok := st.Member(d.id.UID)
+	switch {
+	case st.Deleted:
+		return nil, fmt.Errorf("%w: deleted (§11.9)", ErrNotWritable)
+	case !ok || (m.Role != roster.RoleOwner && m.Role != roster.RoleWriter):
+		return nil, fmt.Errorf("%w: the user is not the owner or a writer (§8.3)", ErrNotWritable)
+	}
+	n, _ := r.Counter(r.Head().ID)
+	return &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock, Ref: r.Head().ID, Epoch: n}, nil
+}
+
+// currentChannel returns the channel of coll's current epoch, if the device
+// holds its key and the key matches the epoch's commitment. d.mu is held.
+func (d *Device) currentChannel(coll *collection) (*channel, error) {
+	r, ok := coll.chain.Roster()
+	if !ok {
+		return nil, fmt.Errorf("%w: roster not known yet", ErrNotWritable)
+	}
+	key, ok := coll.epochs[r.Epoch()]
+	if !ok {
+		return nil, fmt.Errorf("%w: no key for the current epoch", ErrNotWritable)
+	}
+	ch := d.chans[suite.CollectionTag(key, r.Epoch())]
+	if err := checkKey(coll, ch); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// checkKey checks, once per epoch, that the key the device holds for ch is
+// the one the epoch's starting statement commits to (§5.7).
+func checkKey(coll *collection, ch *channel) error {
+	if coll.checked[ch.epoch] {
+		return nil
+	}
+	r, ok := coll.chain.Roster()
+	if !ok {
+		return fmt.Errorf("%w: roster not known yet", ErrNotWritable)
+	}
+	st, ok := r.Statement(ch.epoch)
+	if !ok || st.State == nil {
+		return fmt.Errorf("%w: epoch statement not followed", ErrNotWritable)
+	}
+	if st.State.Key.Commit != suite.Commit(ch.key) {
+		return fmt.Errorf("%w: epoch %x", ErrKeyCommit, ch.epoch[:8])
+	}
+	coll.checked[ch.epoch] = true
+	return nil
+}
+
+// Write makes one local edit of collection c (§9.5): it signs a write with
+// full context and base for the change's register (built by tandem/record),
+// merges it into the local state at once, and queues it for the next Sync
+// as a kind-1 message of its own in the current epoch channel (§10.5,
+// §10.7). It fails with ErrUnknownCollection, ErrNotWritable, ErrTooLarge,
+// or record's errors (record.ErrDeleted for an edit of a deleted record);
+// a failed Write changes nothing.
+func (d *Device) Write(c CollectionID, change record.Change) (*record.Write, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll, ok := d.colls[c]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	ch, err := d.currentChannel(coll)
+	if err != nil {
+		return nil, err
+	}
+	w, err := d.writerFor(coll, ch)
+	if err != nil {
+		return nil, err
+	}
+	ws, m, err := d.buildRecord(coll.state, w, ch, []record.Change{change})
+	if err != nil {
+		return nil, err
+	}
+	coll.state.Add(ws[0])
+	d.outbox = append(d.outbox, m)
+	return ws[0], nil
+}
+
+// NewRecordID returns a new random record ID (§7.3, §9.5).
+func (d *Device) NewRecordID() ([16]byte, error) {
+	var id [16]byte
+	_, err := io.ReadFull(d.rand, id[:])
+	return id, err
+}
+
+// Assign writes value to a register field (§9.2).
+func (d *Device) Assign(c CollectionID, rec [16]byte, field string, value []byte) error {
+	_, err := d.Write(c, record.Change{Record: rec, Field: field, Op: suite.OpAssign, Value: value})
+	return err
+}
+
+// Add adds element to a set field (§9.2).
+func (d *Device) Add(c CollectionID, rec [16]byte, field string, element []byte) error {
+	_, err := d.Write(c, record.Change{Record: rec, Field: field, Op: suite.OpAdd, Element: element})
+	return err
+}
+
+// Remove removes element from a set field (§9.2): it takes out every add
+// the device has seen; a concurrent add wins.
+func (d *Device) Remove(c CollectionID, rec [16]byte, field string, element []byte) error {
+	_, err := d.Write(c, record.Change{Record: rec, Field: field, Op: suite.OpRemove, Element: element})
+	return err
+}
+
+// Delete deletes a record with a sticky tombstone (§9.2, §12.3).
+func (d *Device) Delete(c CollectionID, rec [16]byte) error {
+	_, err := d.Write(c, record.Change{Record: rec, Op: suite.OpDelete})
+	return err
+}
+
+// Name returns the collection's name from its _meta record: one value, or
+// several if concurrent renames left siblings (§9.2).
+func (d *Device) Name(c CollectionID) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll, ok := d.colls[c]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	var out []string
+	for _, s := range coll.state.Values(roster.MetaRecordID(), MetaNameField) {
+		out = append(out, string(s.Value))
+	}
+	return out, nil
+}

@@ -1,0 +1,286 @@
+package client
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/record"
+	"github.com/ferry-sync/ferry/tandem/roster"
+	"github.com/ferry-sync/ferry/tandem/suite"
+)
+
+// DefaultMaxHeld is the default limit on messages held in memory while
+// they wait for a roster statement (§8.3, §9.4).
+const DefaultMaxHeld = 4096
+
+// DefaultFetchBatch is how many messages one Fetch call asks for.
+const DefaultFetchBatch = 256
+
+// CollectionID is a collection's ID: the first 16 bytes of its genesis
+// statement's ID (§7.1).
+type CollectionID [16]byte
+
+// String returns the ID as b32 (§5.2), as it appears in a membership
+// record's name (§6.2).
+func (c CollectionID) String() string { return suite.B32(c[:]) }
+
+// Config says how to make a Device.
+type Config struct {
+	// Secret is the user secret US (§5.3). Every device of the user holds it.
+	Secret [32]byte
+	// Hub is the store this device syncs with (§10.1). All of the user's
+	// devices use the same hub, each through its own Store.
+	Hub hub.Store
+	// Name is what the user calls themselves in collections created on this
+	// device (§8.1).
+	Name string
+	// Rand supplies the device ID, record IDs, epoch keys and envelope
+	// salts; nil means crypto/rand.
+	Rand io.Reader
+	// Now is the wall clock of the HLC (§9.1); nil means time.Now.
+	Now func() time.Time
+	// Logger receives a warning for each rejected message; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxHeld bounds the messages held for a missing dependency;
+	// zero means DefaultMaxHeld.
+	MaxHeld int
+	// FetchBatch is the number of messages per Fetch; zero means
+	// DefaultFetchBatch.
+	FetchBatch int
+}
+
+// Device is one installation of one user (§5.3, §6): the identity derived
+// from the user secret, a device ID of its own, an HLC, the merged state of
+// home and of every collection it follows (§12.1), and its position in the
+// hub's change feed. Writes are local and instant; Sync publishes them and
+// merges what other devices published. A Device is safe for concurrent use.
+//
+// The state lives in memory: persisting it is the caller's concern and
+// outside this package.
+type Device struct {
+	id      *suite.Identity
+	dev     suite.DeviceID
+	clock   *record.Clock
+	store   hub.Store
+	pub     *hub.Publisher
+	rand    io.Reader
+	log     *slog.Logger
+	name    string
+	maxHeld int
+	batch   int
+
+	syncMu sync.Mutex // one Sync at a time
+
+	mu      sync.Mutex // guards everything below
+	home    *record.State
+	colls   map[CollectionID]*collection
+	chans   map[string]*channel
+	cursor  hub.Cursor
+	ensured bool
+	msgs    map[hub.ID]*msgInfo
+	order   []hub.ID
+	held    []*heldMsg
+	outbox  []outMsg
+}
+
+// channel is a channel this device follows: home, or one epoch of a
+// collection (§5.6).
+type channel struct {
+	tag   string
+	key   [32]byte
+	coll  *collection // nil for home
+	epoch [32]byte
+}
+
+type msgInfo struct {
+	channel string
+	done    bool
+}
+
+type outMsg struct {
+	channel  string
+	envelope []byte
+}
+
+type heldMsg struct {
+	id   hub.ID
+	ch   *channel
+	hash [32]byte
+	p    *RecordPayload
+}
+
+// collection is one collection the device follows.
+type collection struct {
+	id      CollectionID
+	chain   *roster.Chain
+	state   *record.State
+	epochs  map[[32]byte][32]byte // epoch ID → key, from home (§6.2)
+	checked map[[32]byte]bool     // epochs whose key matched its commitment (§5.7)
+}
+
+// New makes a device of the user whose secret is cfg.Secret, with a new
+// random device ID (§5.3): on a second device, and on one restored from the
+// backup key, this is all it takes to be the user (§6.3 "Restoring"); it
+// then finds the user's collections in home when it syncs (§6.2).
+func New(cfg Config) (*Device, error) {
+	if cfg.Hub == nil {
+		return nil, fmt.Errorf("tandem/client: Config.Hub is nil")
+	}
+	d := &Device{
+		id:      suite.NewIdentity(cfg.Secret),
+		store:   cfg.Hub,
+		pub:     hub.NewPublisher(cfg.Hub),
+		rand:    cfg.Rand,
+		log:     cfg.Logger,
+		name:    cfg.Name,
+		maxHeld: cfg.MaxHeld,
+		batch:   cfg.FetchBatch,
+		colls:   map[CollectionID]*collection{},
+		chans:   map[string]*channel{},
+		msgs:    map[hub.ID]*msgInfo{},
+	}
+	if d.rand == nil {
+		d.rand = rand.Reader
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.maxHeld <= 0 {
+		d.maxHeld = DefaultMaxHeld
+	}
+	if d.batch <= 0 {
+		d.batch = DefaultFetchBatch
+	}
+	if _, err := io.ReadFull(d.rand, d.dev[:]); err != nil {
+		return nil, fmt.Errorf("tandem/client: device ID: %w", err)
+	}
+	d.clock = record.NewClock(suite.HLC{}, cfg.Now)
+	// Home is one epoch (counter 0) with the home scope; every home record
+	// is named (§6.2, §7.3).
+	d.home = record.NewState(record.NewValidator(record.Rules{Scope: d.id.HomeScope, Home: true}))
+	d.chans[d.id.HomeTag] = &channel{tag: d.id.HomeTag, key: d.id.HomeKey}
+	return d, nil
+}
+
+// NewSecret returns a fresh random user secret US (§6.1) read from r
+// (crypto/rand when nil).
+func NewSecret(r io.Reader) ([32]byte, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	var us [32]byte
+	_, err := io.ReadFull(r, us[:])
+	return us, err
+}
+
+// UID returns the user ID: the public signing key (§5.3).
+func (d *Device) UID() [32]byte { return d.id.UID }
+
+// DeviceID returns this installation's device ID (§5.3).
+func (d *Device) DeviceID() suite.DeviceID { return d.dev }
+
+// Collections returns the IDs of the collections the device follows,
+// sorted by bytes.
+func (d *Device) Collections() []CollectionID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]CollectionID, 0, len(d.colls))
+	for id := range d.colls {
+		out = append(out, id)
+	}
+	slices.SortFunc(out, func(a, b CollectionID) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+// Status reports how the device follows the collection's roster (§9.4).
+func (d *Device) Status(c CollectionID) (roster.Status, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll, ok := d.colls[c]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	return coll.chain.Status(), nil
+}
+
+// Snapshot returns a copy of the collection's merged state (§9.3), to read
+// with the record.State accessors (Records, Values, Members, Deleted).
+func (d *Device) Snapshot(c CollectionID) (*record.State, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll, ok := d.colls[c]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	return coll.state.Clone(), nil
+}
+
+// HomeSnapshot returns a copy of the merged state of home (§6.2).
+func (d *Device) HomeSnapshot() *record.State {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.home.Clone()
+}
+
+// Pending returns the number of messages written locally and not yet
+// published.
+func (d *Device) Pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.outbox)
+}
+
+// follow starts following one epoch channel of coll, with its key.
+// d.mu is held.
+func (d *Device) follow(coll *collection, epoch, key [32]byte) *channel {
+	tag := suite.CollectionTag(key, epoch)
+	if ch, ok := d.chans[tag]; ok {
+		return ch
+	}
+	coll.epochs[epoch] = key
+	ch := &channel{tag: tag, key: key, coll: coll, epoch: epoch}
+	d.chans[tag] = ch
+	return ch
+}
+
+func newCollection(id CollectionID) *collection {
+	return &collection{
+		id:      id,
+		chain:   roster.NewChain([16]byte(id), roster.Options{}),
+		state:   record.NewState(record.NewValidator(record.Rules{Scope: id})),
+		epochs:  map[[32]byte][32]byte{},
+		checked: map[[32]byte]bool{},
+	}
+}
+
+// seal encodes p and seals it as a kind-1 envelope for ch (§5.4, §10.5).
+func (d *Device) seal(ch *channel, p *RecordPayload) (outMsg, error) {
+	pt, err := EncodeRecordPayload(p)
+	if err != nil {
+		return outMsg{}, err
+	}
+	if roster.MessageSize(len(pt)) >= hub.MaxMessage {
+		return outMsg{}, fmt.Errorf("%w: %d-byte payload", ErrTooLarge, len(pt))
+	}
+	env, err := suite.SealEnvelope(suite.KindRecord, ch.key, ch.tag, pt, d.rand)
+	if err != nil {
+		return outMsg{}, err
+	}
+	return outMsg{channel: ch.tag, envelope: env}, nil
+}
+
+func signedWrites(ws ...*record.Write) []SignedWrite {
+	out := make([]SignedWrite, len(ws))
+	for i, w := range ws {
+		out[i] = SignedWrite{Body: w.Body(), Sig: w.Sig()}
+	}
+	return out
+}

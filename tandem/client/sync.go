@@ -1,0 +1,385 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/record"
+	"github.com/ferry-sync/ferry/tandem/roster"
+	"github.com/ferry-sync/ferry/tandem/suite"
+)
+
+// SyncReport says what one Sync did.
+type SyncReport struct {
+	Published int // messages appended (or found already on the hub)
+	Fetched   int // message bodies downloaded
+	Applied   int // messages whose writes or statements were merged
+	Ignored   int // messages left alone without error (§10.4, §15): not an envelope, unknown version, a kind this client does not handle
+	Skipped   int // new messages in channels this device does not follow (never downloaded)
+	Held      int // messages held, after this Sync, for a missing roster statement (§8.3)
+	Rejected  []*RejectError
+}
+
+// Sync publishes the device's queued writes and merges what the hub holds
+// for the channels it follows (§10.1): Changes from its saved cursor, Fetch
+// of the new messages of known channels, then for each message: open the
+// envelope (§5.4), read the payload strictly (§10.5), verify every
+// signature (§5.5), judge roster statements by the chain (§9.4) and data
+// writes by roster eligibility (§8.3), and merge (§9.3). Home is read first;
+// a membership found there makes the collection's channel followed at once
+// (§6.3 step 5), including its messages already on the hub.
+//
+// Messages in other channels are not downloaded. A message that is not an
+// envelope, or of an unknown version, is ignored silently (§10.4, §15). A
+// message that fails to open or carries anything invalid is rejected as a
+// whole: it is listed in the report's Rejected and changes no state. Sync
+// returns an error only when the hub fails; the cursor then stays where it
+// was, so the next Sync reads the same changes again (merging is
+// idempotent).
+func (d *Device) Sync(ctx context.Context) (*SyncReport, error) {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	rep := &SyncReport{}
+	if err := d.push(ctx, rep); err != nil {
+		return rep, err
+	}
+	err := d.pull(ctx, rep)
+	d.mu.Lock()
+	rep.Held = len(d.held)
+	d.mu.Unlock()
+	return rep, err
+}
+
+// push publishes the outbox in order. A Publisher never appends an
+// envelope the hub already holds (§10.2), so publishing again after an
+// error is safe.
+func (d *Device) push(ctx context.Context, rep *SyncReport) error {
+	d.mu.Lock()
+	out := append([]outMsg(nil), d.outbox...)
+	ensured := d.ensured
+	d.mu.Unlock()
+	if !ensured {
+		if err := d.store.EnsureFolder(ctx); err != nil {
+			return fmt.Errorf("tandem/client: ensure folder: %w", err)
+		}
+		d.mu.Lock()
+		d.ensured = true
+		d.mu.Unlock()
+	}
+	for i, m := range out {
+		if _, err := d.pub.Publish(ctx, m.channel, m.envelope); err != nil {
+			d.dropPublished(i)
+			return fmt.Errorf("tandem/client: publish: %w", err)
+		}
+		rep.Published++
+	}
+	d.dropPublished(len(out))
+	return nil
+}
+
+// dropPublished removes the first n outbox messages, which were published.
+// Writes made during the push were appended after them.
+func (d *Device) dropPublished(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.outbox = append([]outMsg(nil), d.outbox[n:]...)
+}
+
+func (d *Device) pull(ctx context.Context, rep *SyncReport) error {
+	ch, err := d.store.Changes(ctx, d.cursor)
+	if err != nil {
+		return fmt.Errorf("tandem/client: changes: %w", err)
+	}
+	d.index(ch)
+	deferred := map[hub.ID]bool{} // not processed this time (held limit)
+	for {
+		todo := d.todo(deferred)
+		if len(todo) == 0 {
+			break
+		}
+		for start := 0; start < len(todo); start += d.batch {
+			batch := todo[start:min(start+d.batch, len(todo))]
+			bodies, err := d.store.Fetch(ctx, batch)
+			if err != nil {
+				return fmt.Errorf("tandem/client: fetch: %w", err)
+			}
+			if len(bodies) != len(batch) {
+				return fmt.Errorf("tandem/client: fetch: %w", &hub.ProtocolError{Op: "fetch", Msg: "wrong number of bodies"})
+			}
+			rep.Fetched += len(bodies)
+			d.mu.Lock()
+			d.process(bodies, rep, deferred)
+			d.mu.Unlock()
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range ch.Added {
+		if d.chans[a.Channel] == nil {
+			rep.Skipped++
+		}
+	}
+	d.cursor = ch.Cursor
+	d.compact()
+	return nil
+}
+
+// index records every message the changes report, with its channel, so
+// that a channel followed later can still be read from the hub.
+func (d *Device) index(ch hub.Changes) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range ch.Added {
+		if _, ok := d.msgs[a.ID]; !ok {
+			d.msgs[a.ID] = &msgInfo{channel: a.Channel}
+			d.order = append(d.order, a.ID)
+		}
+	}
+	for _, id := range ch.Removed {
+		delete(d.msgs, id)
+	}
+}
+
+// compact drops removed ids from the order. d.mu is held.
+func (d *Device) compact() {
+	out := d.order[:0]
+	for _, id := range d.order {
+		if _, ok := d.msgs[id]; ok {
+			out = append(out, id)
+		}
+	}
+	d.order = out
+}
+
+// todo lists the unprocessed messages of followed channels, in the order
+// the hub reported them.
+func (d *Device) todo(deferred map[hub.ID]bool) []hub.ID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []hub.ID
+	for _, id := range d.order {
+		m, ok := d.msgs[id]
+		if ok && !m.done && !deferred[id] && d.chans[m.channel] != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// opened is a message whose envelope opened and whose payload parsed.
+type opened struct {
+	id   hub.ID
+	ch   *channel
+	hash [32]byte
+	p    *RecordPayload
+}
+
+// process judges and merges fetched messages: home first, then roster
+// statements, then data, then anything held that may now be judged.
+// d.mu is held.
+func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID]bool) {
+	var homeMsgs, rosterMsgs, dataMsgs []*opened
+	for _, b := range bodies {
+		o, err := d.open(b)
+		if info := d.msgs[b.ID]; info != nil {
+			info.done = true
+		}
+		switch {
+		case errors.Is(err, errIgnore):
+			rep.Ignored++
+		case err != nil:
+			d.reject(rep, b.ID, b.Channel, hub.Hash(b.Envelope), err)
+		case o == nil: // an inventory fragment, taken by the chain
+			rep.Applied++
+		case o.ch.coll == nil:
+			homeMsgs = append(homeMsgs, o)
+		case o.p.Record == rosterRecordID:
+			rosterMsgs = append(rosterMsgs, o)
+		default:
+			dataMsgs = append(dataMsgs, o)
+		}
+	}
+	for _, o := range homeMsgs {
+		d.settle(o, d.applyHome(o), rep, deferred)
+	}
+	d.followMemberships()
+	for _, o := range rosterMsgs {
+		d.settle(o, d.applyRoster(o), rep, deferred)
+	}
+	for _, o := range dataMsgs {
+		d.settle(o, d.applyData(o), rep, deferred)
+	}
+	d.retryHeld(rep)
+}
+
+// errIgnore marks a message left alone without error (§10.4, §15).
+var errIgnore = errors.New("ignored")
+
+// errHeld marks a message held for a missing dependency.
+var errHeld = errors.New("held")
+
+// open opens a fetched message's envelope and reads its payload. It returns
+// nil, nil for an inventory fragment it handed to the collection's chain.
+func (d *Device) open(b hub.Body) (*opened, error) {
+	if b.Err != nil { // gone, not an envelope, unknown version, too large
+		return nil, errIgnore
+	}
+	ch := d.chans[b.Channel]
+	if ch == nil {
+		return nil, errIgnore
+	}
+	kind, pt, err := suite.OpenEnvelope(ch.key, ch.tag, b.Envelope)
+	switch {
+	case errors.Is(err, suite.ErrEnvelopeVersion):
+		return nil, errIgnore // §15
+	case err != nil:
+		return nil, err
+	case kind != suite.KindRecord:
+		return nil, errIgnore // kind 3 (requests, notices): sharing is out of scope
+	}
+	scope := d.id.HomeScope
+	if ch.coll != nil {
+		scope = [16]byte(ch.coll.id)
+	}
+	p, err := DecodePayload(pt, scope)
+	if err != nil {
+		return nil, err
+	}
+	if p.Inventory != nil {
+		if ch.coll == nil {
+			return nil, fmt.Errorf("%w: inventory fragment in home", ErrPayload)
+		}
+		f, err := roster.DecodeFragment(p.Inventory, 0)
+		if err != nil {
+			return nil, err
+		}
+		return nil, ch.coll.chain.AddFragment(f)
+	}
+	return &opened{id: b.ID, ch: ch, hash: hub.Hash(b.Envelope), p: p.Record}, nil
+}
+
+// settle accounts for one message's verdict. d.mu is held.
+func (d *Device) settle(o *opened, err error, rep *SyncReport, deferred map[hub.ID]bool) {
+	switch {
+	case err == nil:
+		rep.Applied++
+	case errors.Is(err, errHeld):
+		if len(d.held) >= d.maxHeld {
+			// Not kept: read it again from the hub in a later Sync.
+			if info := d.msgs[o.id]; info != nil {
+				info.done = false
+			}
+			deferred[o.id] = true
+			d.log.Warn("tandem/client: held-message limit reached", "id", o.id, "err", ErrHeldFull)
+			return
+		}
+		d.held = append(d.held, &heldMsg{id: o.id, ch: o.ch, hash: o.hash, p: o.p})
+	default:
+		d.reject(rep, o.id, o.ch.tag, o.hash, err)
+	}
+}
+
+func (d *Device) reject(rep *SyncReport, id hub.ID, channel string, hash [32]byte, err error) {
+	re := &RejectError{ID: id, Channel: channel, Hash: hash, Err: err}
+	rep.Rejected = append(rep.Rejected, re)
+	d.log.Warn("tandem/client: rejected message", "id", id, "channel", channel, "err", err)
+}
+
+// retryHeld judges held messages again until none makes progress. d.mu is
+// held.
+func (d *Device) retryHeld(rep *SyncReport) {
+	for progress := true; progress && len(d.held) > 0; {
+		progress = false
+		held := d.held
+		d.held = nil
+		for _, h := range held {
+			o := &opened{id: h.id, ch: h.ch, hash: h.hash, p: h.p}
+			err := d.applyData(o)
+			switch {
+			case errors.Is(err, errHeld):
+				d.held = append(d.held, h)
+			case err == nil:
+				rep.Applied++
+				progress = true
+			default:
+				d.reject(rep, o.id, o.ch.tag, o.hash, err)
+				progress = true
+			}
+		}
+	}
+}
+
+// applyHome merges a home message: every write must be the user's own and
+// valid, or none is merged (§6.2). d.mu is held.
+func (d *Device) applyHome(o *opened) error {
+	ws := make([]*record.Write, 0, len(o.p.Writes))
+	for i := range o.p.Writes {
+		w, err := d.validateHome(&o.p.Writes[i])
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		d.home.Add(w)
+	}
+	return nil
+}
+
+// applyRoster gives a message's statements to the collection's chain
+// (§9.4), read in the epoch channel o.ch. Every statement must verify, or
+// none is given. d.mu is held.
+func (d *Device) applyRoster(o *opened) error {
+	sts := make([]*roster.Statement, 0, len(o.p.Writes))
+	for _, sw := range o.p.Writes {
+		st, err := roster.NewStatement(sw.Body, sw.Sig)
+		if err != nil {
+			return err
+		}
+		sts = append(sts, st)
+	}
+	for _, st := range sts {
+		if err := o.ch.coll.chain.Add(st, roster.Origin{Channel: o.ch.epoch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyData merges a message of data writes found in epoch channel o.ch:
+// each must be eligible there (§8.3) and valid (§9.1, §5.5), or none is
+// merged. A write naming a statement not yet known holds the whole message.
+// d.mu is held.
+func (d *Device) applyData(o *opened) error {
+	coll := o.ch.coll
+	ws := make([]*record.Write, 0, len(o.p.Writes))
+	for i := range o.p.Writes {
+		sw := &o.p.Writes[i]
+		_, err := coll.chain.CheckWrite(&sw.Body, sw.Sig, o.ch.epoch)
+		if errors.Is(err, roster.ErrHeld) {
+			return fmt.Errorf("%w: %w", errHeld, err)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkKey(coll, o.ch); err != nil {
+			return err
+		}
+		r, _ := coll.chain.Roster()
+		n, ok := r.Counter(sw.Body.Ref)
+		if !ok {
+			return fmt.Errorf("%w: ref not followed", roster.ErrNotFollowed)
+		}
+		w, err := coll.state.Validator().Validate(&sw.Body, sw.Sig, n)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		coll.state.Add(w)
+	}
+	return nil
+}
