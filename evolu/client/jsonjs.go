@@ -17,7 +17,8 @@ import (
 // This file reproduces what the Json value type of @evolu/common needs from
 // JavaScript: JSON.parse into objects whose keys follow JavaScript property
 // order, JSON.stringify, Number.prototype.toString, and the MessagePack
-// subset of Bytes.ts encodeJsonValue/decodeJsonValue.
+// subset of Bytes.ts encodeJsonValue/decodeJsonValue
+// (docs/decisions/evolu-json-values.md).
 
 // jsObject is a JavaScript object: keys in insertion order, a repeated key
 // keeping its first position and its last value.

@@ -72,7 +72,8 @@ func (d *decoder) header() (Header, error) {
 // subscription flag or error code out of range, an over-long or unsafe
 // varint, counters or millis out of range, bad run lengths, an unknown range
 // type, decreasing range bounds, a change shorter than MinChangeSize in a
-// Request, or bytes after the last field — yields an InvalidDataError.
+// Request, or bytes after the last field — yields an InvalidDataError
+// (docs/decisions/evolu-strict-decoding.md).
 func Decode(b []byte) (*Message, error) {
 	m, err := decode(b)
 	if err != nil {
