@@ -73,36 +73,21 @@ func (g *Group) Withheld() int {
 	return g.withheld
 }
 
-// route applies §Group scope to one outgoing frame. A roster-wide frame
-// needs the all-members gate. An addressed frame needs its addressee to
-// speak entries encoding and 2; once bound addressed frames have gone out
-// since the last roster-wide one, the next is promoted to the roster, or
-// withheld when the gate is closed.
+// route applies §Group scope to one outgoing frame. No frame goes out
+// unless every other member speaks the encoding's entry and entry 2 (the
+// all-members gate: one ciphertext reaches the whole roster, and "a single
+// such member means no member may be sent a group replication frame"). Once
+// bound addressed frames have gone out since the last roster-wide one, the
+// next is promoted to the roster; with the gate closed it is withheld, like
+// every other frame.
 func (g *Group) route(o Out) (Out, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if o.Snapshot != nil { // the media path is 1:1 only
+	if o.Snapshot != nil || !g.open() { // the media path is 1:1 only
 		g.withheld++
 		return o, false
 	}
-	if o.To == "" {
-		if !g.open() {
-			g.withheld++
-			return o, false
-		}
-		g.addressed = 0
-		return o, true
-	}
-	c := g.members[o.To]
-	if !c.Has(g.entry) || !c.Has(frame.EntryGroup) {
-		g.withheld++
-		return o, false
-	}
-	if g.addressed >= g.bound {
-		if !g.open() {
-			g.withheld++
-			return o, false
-		}
+	if o.To == "" || g.addressed >= g.bound {
 		o.To = ""
 		g.addressed = 0
 		return o, true
