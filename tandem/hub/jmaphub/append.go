@@ -2,6 +2,7 @@ package jmaphub
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"strconv"
 	"strings"
@@ -49,14 +50,40 @@ func (st *Store) AppendBatch(ctx context.Context, msgs []hub.Message) ([]hub.ID,
 		return nil, err
 	}
 	ids := make([]hub.ID, len(msgs))
+	retried := false
 	for lo := 0; lo < len(msgs); {
 		hi := st.batchEnd(msgs, lo)
-		if err := st.appendRange(ctx, mb, msgs, ids, lo, hi, now); err != nil {
+		err := st.appendRange(ctx, mb, msgs, ids, lo, hi, now)
+		if err != nil && !retried && noneCreated(ids[lo:hi]) && isInvalidProperties(err) {
+			// The cached mailbox may have been destroyed by another
+			// client: look it up again, and retry once if it changed.
+			retried = true
+			st.forgetMailbox(mb)
+			if fresh, ferr := st.ensureMailbox(ctx); ferr == nil && fresh != mb {
+				mb = fresh
+				continue
+			}
+		}
+		if err != nil {
 			return ids, wrapOp("append", err)
 		}
 		lo = hi
 	}
 	return ids, nil
+}
+
+func noneCreated(ids []hub.ID) bool {
+	for _, id := range ids {
+		if id != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func isInvalidProperties(err error) bool {
+	var se *SetError
+	return errors.As(err, &se) && se.Type == "invalidProperties"
 }
 
 // batchEnd returns the end of the batch starting at lo: at most

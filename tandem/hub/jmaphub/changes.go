@@ -49,6 +49,22 @@ func (st *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, er
 	if err != nil {
 		return hub.Changes{}, err
 	}
+	ch, err := st.changesIn(ctx, mb, cur)
+	if errors.Is(err, errMailboxGone) {
+		// Another client destroyed the Tandem mailbox: find or make the
+		// current one, and resync against it (every known id is removed).
+		st.log.Debug("jmaphub: Tandem mailbox gone", "mailbox", mb)
+		st.forgetMailbox(mb)
+		if mb, err = st.ensureMailbox(ctx); err != nil {
+			return hub.Changes{}, err
+		}
+		ch, err = st.changesIn(ctx, mb, cur)
+	}
+	return ch, err
+}
+
+// changesIn runs Changes against mailbox mb.
+func (st *Store) changesIn(ctx context.Context, mb string, cur *cursor) (hub.Changes, error) {
 	if cur.State == "" || cur.Account != st.s.accountID || cur.Mailbox != mb {
 		return st.resync(ctx, mb, cur)
 	}
@@ -71,9 +87,15 @@ func (st *Store) incremental(ctx context.Context, mb string, cur *cursor) (hub.C
 			return hub.Changes{}, badResponse("Email/changes", "hasMoreChanges after %d pages", page)
 		}
 		var r emailChangesResp
-		err := st.request(ctx, call{"Email/changes", map[string]any{
-			"accountId": st.s.accountID, "sinceState": state,
-		}, &r})
+		calls := []call{{"Email/changes", map[string]any{"accountId": st.s.accountID, "sinceState": state}, &r}}
+		var check mailboxCheck
+		if page == 0 {
+			calls = append(calls, st.mailboxCheckCall(mb, &check))
+		}
+		err := st.request(ctx, calls...)
+		if check.gone(mb) { // decoded even when Email/changes failed
+			return hub.Changes{}, errMailboxGone
+		}
 		if err != nil {
 			return hub.Changes{}, err
 		}

@@ -156,7 +156,12 @@ func (c *client) request(ctx context.Context, s *session, calls ...call) error {
 	return decodeResponse(raw, calls)
 }
 
-// decodeResponse matches method responses to calls by call id.
+// decodeResponse matches method responses to calls by call id and decodes
+// each into its call's Resp. Every call whose response is good is decoded,
+// even when another call failed; the first failure is returned (a
+// *MethodError for a method "error" response, a *hub.ProtocolError for a
+// missing or malformed one). Callers pass fresh Resp values and use them
+// only as documented for the error case (the Tandem mailbox check).
 func decodeResponse(raw []byte, calls []call) error {
 	op := "request"
 	if len(calls) > 0 {
@@ -175,42 +180,40 @@ func decodeResponse(raw []byte, calls []call) error {
 	for _, inv := range *r.MethodResponses {
 		byID[inv.CallID] = append(byID[inv.CallID], inv)
 	}
-	// Decode into fresh values first, so a bad answer changes no target.
-	decoded := make([]json.RawMessage, len(calls))
+	var first error
 	for i, cl := range calls {
-		id := strconv.Itoa(i)
-		var found *invocation
-		for k := range byID[id] {
-			inv := &byID[id][k]
-			if inv.Name == "error" {
-				var me struct {
-					Type        string `json:"type"`
-					Description string `json:"description"`
-				}
-				if err := json.Unmarshal(inv.Args, &me); err != nil || me.Type == "" {
-					return badResponse(cl.Name, "%s: malformed error response", cl.Name)
-				}
-				return &MethodError{Method: cl.Name, Type: me.Type, Description: me.Description}
-			}
-			if inv.Name == cl.Name {
-				found = inv
-				break
-			}
+		if err := decodeOne(byID[strconv.Itoa(i)], cl); err != nil && first == nil {
+			first = err
 		}
-		if found == nil {
-			return badResponse(cl.Name, "no %s response for call %s", cl.Name, id)
-		}
-		decoded[i] = found.Args
 	}
-	for i, cl := range calls {
-		if cl.Resp == nil {
+	return first
+}
+
+// decodeOne decodes the response to one call from the responses with its
+// call id.
+func decodeOne(resps []invocation, cl call) error {
+	for _, inv := range resps {
+		if inv.Name == "error" {
+			var me struct {
+				Type        string `json:"type"`
+				Description string `json:"description"`
+			}
+			if err := json.Unmarshal(inv.Args, &me); err != nil || me.Type == "" {
+				return badResponse(cl.Name, "malformed error response")
+			}
+			return &MethodError{Method: cl.Name, Type: me.Type, Description: me.Description}
+		}
+		if inv.Name != cl.Name {
 			continue
 		}
-		if err := json.Unmarshal(decoded[i], cl.Resp); err != nil {
-			return badResponse(cl.Name, "%s response: %v", cl.Name, err)
+		if cl.Resp != nil {
+			if err := json.Unmarshal(inv.Args, cl.Resp); err != nil {
+				return badResponse(cl.Name, "response: %v", err)
+			}
 		}
+		return nil
 	}
-	return nil
+	return badResponse(cl.Name, "no %s response", cl.Name)
 }
 
 // download fetches a blob (RFC 8620 §6.2) of at most maxBlobBytes.

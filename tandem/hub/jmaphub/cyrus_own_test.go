@@ -317,3 +317,51 @@ func TestCyrusCursorAcrossRestart(t *testing.T) {
 		t.Fatalf("changes from the saved cursor: %+v %v", c1, err)
 	}
 }
+
+// TestCyrusMailboxDestroyed: another client destroys the Tandem mailbox
+// (and its messages). Changes reports the known messages removed and goes on
+// in the Tandem mailbox that exists now; a store that cached the destroyed
+// one still appends, and no second Tandem is made. (Cyrus may give a
+// recreated mailbox its old id, so ids are not compared.)
+func TestCyrusMailboxDestroyed(t *testing.T) {
+	cfg, adm := ownAccount(t)
+	st, other := openCyrus(t, cfg), openCyrus(t, cfg)
+	id, err := st.Append(t.Context(), hubtest.Channel(1), hubtest.Envelope(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.EnsureFolder(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c0, err := st.Changes(t.Context(), nil)
+	if err != nil || len(c0.Added) != 1 {
+		t.Fatalf("%+v %v", c0, err)
+	}
+	adm.reset(t) // destroys every email and the Tandem mailbox
+	c1, err := st.Changes(t.Context(), c0.Cursor)
+	if err != nil || !slices.Equal(removedIDs(c1), []string{string(id)}) || len(c1.Added) != 0 {
+		t.Fatalf("after the mailbox was destroyed: %+v %v", c1, err)
+	}
+	id2, err := other.Append(t.Context(), hubtest.Channel(2), hubtest.Envelope(80))
+	if err != nil {
+		t.Fatalf("Append with a destroyed mailbox cached: %v", err)
+	}
+	c2, err := st.Changes(t.Context(), c1.Cursor)
+	if err != nil || !slices.Equal(addedIDs(c2), []string{string(id2)}) || len(c2.Removed) != 0 {
+		t.Fatalf("the new append: %+v %v", c2, err)
+	}
+	var got struct {
+		List []mailboxInfo `json:"list"`
+	}
+	adm.req(t, call{"Mailbox/get", map[string]any{"accountId": adm.st.s.accountID, "ids": nil,
+		"properties": []string{"id", "name", "parentId"}}, &got})
+	n := 0
+	for _, m := range got.List {
+		if m.Name == hub.Folder {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d mailboxes named Tandem: %+v", n, got.List)
+	}
+}

@@ -2,6 +2,8 @@ package jmaphub
 
 import (
 	"context"
+	"errors"
+	"slices"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
@@ -58,6 +60,34 @@ func (st *Store) ensureMailbox(ctx context.Context) (string, error) {
 	st.mailbox = id
 	st.mu.Unlock()
 	return id, nil
+}
+
+// errMailboxGone means the cached Tandem mailbox no longer exists (another
+// client destroyed it).
+var errMailboxGone = errors.New("jmaphub: the Tandem mailbox was destroyed")
+
+// mailboxCheck is a Mailbox/get of the cached Tandem mailbox, sent along
+// with the first request of Changes so that a destroyed mailbox costs no
+// extra round trip to notice.
+type mailboxCheck struct {
+	NotFound []string `json:"notFound"`
+}
+
+func (st *Store) mailboxCheckCall(mb string, into *mailboxCheck) call {
+	return call{"Mailbox/get", map[string]any{"accountId": st.s.accountID, "ids": []string{mb},
+		"properties": []string{"id"}}, into}
+}
+
+func (c *mailboxCheck) gone(mb string) bool { return slices.Contains(c.NotFound, mb) }
+
+// forgetMailbox drops the cached mailbox id if it is still mb, so that the
+// next ensureMailbox looks it up (and creates it) again.
+func (st *Store) forgetMailbox(mb string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.mailbox == mb {
+		st.mailbox = ""
+	}
 }
 
 // findMailbox applies the lookup rules of §10.2; "" means there is none.

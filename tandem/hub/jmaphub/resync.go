@@ -57,8 +57,10 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 			q["anchor"], q["anchorOffset"] = anchor, 1
 		}
 		var calls []call
+		var check mailboxCheck
 		if first { // the state comes before the first page
-			calls = append(calls, call{"Email/get", map[string]any{"accountId": acct, "ids": []string{}}, &stateResp})
+			calls = append(calls, st.mailboxCheckCall(mb, &check),
+				call{"Email/get", map[string]any{"accountId": acct, "ids": []string{}}, &stateResp})
 		}
 		var qr queryResp
 		var gr struct {
@@ -68,7 +70,11 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 		calls = append(calls,
 			call{"Email/query", q, &qr},
 			call{"Email/get", map[string]any{"accountId": acct, "properties": metaProperties, "#ids": ref}, &gr})
-		if err := st.request(ctx, calls...); err != nil {
+		err := st.request(ctx, calls...)
+		if check.gone(mb) { // decoded even when Email/query failed
+			return hub.Changes{}, errMailboxGone
+		}
+		if err != nil {
 			return hub.Changes{}, err
 		}
 		if first && stateResp.State == "" {
