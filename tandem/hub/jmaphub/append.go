@@ -2,8 +2,8 @@ package jmaphub
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
