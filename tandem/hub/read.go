@@ -62,12 +62,13 @@ func (h Header) Get(name string) string {
 func ParseHeader(block []byte) (Header, error) {
 	h := Header{}
 	var name string
-	var val []byte
+	var val []byte // aliases block until a continuation line is appended
+	folded := false
 	flush := func() {
 		if name != "" {
-			h[name] = append(h[name], strings.Trim(string(val), " \t"))
+			h[name] = append(h[name], string(bytes.Trim(val, " \t")))
 		}
-		name, val = "", nil
+		name, val, folded = "", nil, false
 	}
 	for len(block) > 0 {
 		line := block
@@ -84,6 +85,9 @@ func ParseHeader(block []byte) (Header, error) {
 			if name == "" {
 				return nil, fmt.Errorf("%w: header continuation before any field", ErrNotEnvelope)
 			}
+			if !folded {
+				val, folded = append([]byte(nil), val...), true
+			}
 			val = append(val, line...) // unfolding keeps the white space
 			continue
 		}
@@ -92,11 +96,22 @@ func ParseHeader(block []byte) (Header, error) {
 		if i <= 0 || bytes.ContainsAny(line[:i], " \t") {
 			return nil, fmt.Errorf("%w: malformed header line %q", ErrNotEnvelope, truncate(line))
 		}
-		name = strings.ToLower(string(line[:i]))
-		val = append([]byte(nil), line[i+1:]...)
+		name = lowerName(line[:i])
+		val = line[i+1:]
 	}
 	flush()
 	return h, nil
+}
+
+// lowerName returns a header name in lower case, without allocating for
+// the names this package reads.
+func lowerName(b []byte) string {
+	for _, known := range [...]string{"tandem-channel", "tandem-version", "content-type", "content-transfer-encoding"} {
+		if len(b) == len(known) && strings.EqualFold(string(b), known) {
+			return known
+		}
+	}
+	return strings.ToLower(string(b))
 }
 
 func truncate(b []byte) string {
@@ -175,24 +190,31 @@ func DecodeBody(contentType, transferEncoding string, body []byte) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return DecodeText(text)
+	return decodeText(text)
 }
 
 // DecodeText is step 3 of §10.4 on text already decoded (a JMAP body value):
 // remove all white space, base64-decode, and check the envelope.
-func DecodeText(text string) ([]byte, error) {
-	clean := make([]byte, 0, len(text))
-	for i := 0; i < len(text); i++ {
-		switch c := text[i]; c {
-		case ' ', '\t', '\r', '\n', '\v', '\f':
-		default:
-			clean = append(clean, c)
-		}
-	}
-	env := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
-	n, err := base64.StdEncoding.Decode(env, clean)
+func DecodeText(text string) ([]byte, error) { return decodeText([]byte(text)) }
+
+func decodeText(text []byte) ([]byte, error) {
+	// The base64 decoder skips CR and LF itself, which is all the white
+	// space a body normally has; only if that fails is other white space
+	// removed first.
+	env := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+	n, err := base64.StdEncoding.Decode(env, text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: body is not base64: %v", ErrNotEnvelope, err)
+		clean := make([]byte, 0, len(text))
+		for _, c := range text {
+			switch c {
+			case ' ', '\t', '\v', '\f':
+			default:
+				clean = append(clean, c)
+			}
+		}
+		if n, err = base64.StdEncoding.Decode(env, clean); err != nil {
+			return nil, fmt.Errorf("%w: body is not base64: %v", ErrNotEnvelope, err)
+		}
 	}
 	env = env[:n]
 	if err := CheckEnvelope(env); err != nil {
@@ -237,12 +259,17 @@ func DecodeBase64Lenient(b []byte) ([]byte, error) {
 	return out[:n], err
 }
 
-func decodeCharset(contentType string, b []byte) (string, error) {
+// builtContentType is the Content-Type Build writes.
+const builtContentType = "text/plain; charset=us-ascii"
+
+// decodeCharset returns b as UTF-8 text. ASCII and UTF-8 bodies are
+// returned as they are, after a validity check.
+func decodeCharset(contentType string, b []byte) ([]byte, error) {
 	charset := "us-ascii"
-	if contentType != "" {
+	if contentType != "" && contentType != builtContentType {
 		_, params, err := mime.ParseMediaType(contentType)
 		if err != nil {
-			return "", fmt.Errorf("%w: Content-Type %q: %v", ErrNotEnvelope, contentType, err)
+			return nil, fmt.Errorf("%w: Content-Type %q: %v", ErrNotEnvelope, contentType, err)
 		}
 		if c := params["charset"]; c != "" {
 			charset = c
@@ -251,17 +278,17 @@ func decodeCharset(contentType string, b []byte) (string, error) {
 	switch strings.ToLower(charset) {
 	case "us-ascii", "utf-8", "utf8", "ascii":
 		if !utf8.Valid(b) {
-			return "", fmt.Errorf("%w: body is not valid %s", ErrNotEnvelope, charset)
+			return nil, fmt.Errorf("%w: body is not valid %s", ErrNotEnvelope, charset)
 		}
-		return string(b), nil
+		return b, nil
 	}
 	enc, err := ianaindex.MIME.Encoding(charset)
 	if err != nil || enc == nil {
-		return "", fmt.Errorf("%w: unknown charset %q", ErrNotEnvelope, charset)
+		return nil, fmt.Errorf("%w: unknown charset %q", ErrNotEnvelope, charset)
 	}
 	out, err := enc.NewDecoder().Bytes(b)
 	if err != nil {
-		return "", fmt.Errorf("%w: charset %s: %v", ErrNotEnvelope, charset, err)
+		return nil, fmt.Errorf("%w: charset %s: %v", ErrNotEnvelope, charset, err)
 	}
-	return string(out), nil
+	return out, nil
 }

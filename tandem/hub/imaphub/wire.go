@@ -50,40 +50,86 @@ var errTruncated = errors.New("response truncated")
 
 type reader struct {
 	r *bufio.Reader
-	n int // bytes of the current response outside literals
+	// seg is the unread rest of the current line segment: the bytes up to
+	// and including the next LF. Literals are read from r only when seg is
+	// empty, which it is right after a literal's "{n}" CRLF.
+	seg  []byte
+	long []byte // holds a segment longer than r's buffer
+	n    int    // bytes of the current response outside literals
+	// arena holds the current response's small literals. A literal is
+	// valid until the next readResponse: handlers copy what they keep.
+	arena []byte
+}
+
+const (
+	arenaLiteral = 256 << 10 // larger literals get their own allocation
+	arenaSize    = 1 << 20
+)
+
+// literalBuf returns n bytes for a literal of the current response.
+func (rd *reader) literalBuf(n int) []byte {
+	if n > arenaLiteral {
+		return make([]byte, n)
+	}
+	if cap(rd.arena)-len(rd.arena) < n {
+		rd.arena = make([]byte, 0, arenaSize) // earlier slices stay valid
+	}
+	start := len(rd.arena)
+	rd.arena = rd.arena[:start+n]
+	return rd.arena[start : start+n : start+n]
 }
 
 // tooLarge stands for a literal over maxLiteral that was read past.
 type tooLarge int64
 
-func (rd *reader) byte() (byte, error) {
-	c, err := rd.r.ReadByte()
-	if err == io.EOF {
-		return 0, errTruncated
+// fill reads the next line segment when seg is used up.
+func (rd *reader) fill() error {
+	if len(rd.seg) > 0 {
+		return nil
 	}
-	if err != nil {
+	s, err := rd.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		rd.long = append(rd.long[:0], s...)
+		for err == bufio.ErrBufferFull && len(rd.long) <= maxLine {
+			s, err = rd.r.ReadSlice('\n')
+			rd.long = append(rd.long, s...)
+		}
+		s = rd.long
+	}
+	rd.n += len(s)
+	if rd.n > maxLine {
+		return fmt.Errorf("response line longer than %d bytes", maxLine)
+	}
+	if len(s) == 0 {
+		if err == io.EOF || err == nil {
+			return errTruncated
+		}
+		return err
+	}
+	rd.seg = s // a partial segment at EOF ends in errTruncated later
+	return nil
+}
+
+func (rd *reader) byte() (byte, error) {
+	if err := rd.fill(); err != nil {
 		return 0, err
 	}
-	if rd.n++; rd.n > maxLine {
-		return 0, fmt.Errorf("response line longer than %d bytes", maxLine)
-	}
+	c := rd.seg[0]
+	rd.seg = rd.seg[1:]
 	return c, nil
 }
 
 func (rd *reader) peek() (byte, error) {
-	b, err := rd.r.Peek(1)
-	if err == io.EOF {
-		return 0, errTruncated
-	}
-	if err != nil {
+	if err := rd.fill(); err != nil {
 		return 0, err
 	}
-	return b[0], nil
+	return rd.seg[0], nil
 }
 
 // readResponse reads one whole response.
 func (rd *reader) readResponse() (*response, error) {
 	rd.n = 0
+	rd.arena = rd.arena[:0]
 	tag, err := rd.word()
 	if err != nil {
 		return nil, err
@@ -314,13 +360,16 @@ func (rd *reader) literal() (any, error) {
 	if c, err := rd.byte(); err != nil || c != '\n' {
 		return nil, errors.New("literal size not followed by CRLF")
 	}
+	if len(rd.seg) != 0 {
+		return nil, errors.New("literal size not followed by CRLF")
+	}
 	if n > maxLiteral {
 		if _, err := io.CopyN(io.Discard, rd.r, n); err != nil {
 			return nil, fmt.Errorf("literal of %d bytes: %w", n, errTruncated)
 		}
 		return tooLarge(n), nil
 	}
-	b := make([]byte, n)
+	b := rd.literalBuf(int(n))
 	if _, err := io.ReadFull(rd.r, b); err != nil {
 		return nil, fmt.Errorf("literal of %d bytes: %w", n, errTruncated)
 	}

@@ -533,3 +533,44 @@ func TestCloseEndsCalls(t *testing.T) {
 		t.Fatalf("Changes after Close: %v", err)
 	}
 }
+
+// TestFetchSizedBatches: a large fetch reads sizes first and keeps each
+// Email/get under maxObjectsInGet ids and the byte budget.
+func TestFetchSizedBatches(t *testing.T) {
+	f := newFake(t)
+	m := withMail(f)
+	var sizes []int // ids per body Email/get
+	get := m.get
+	f.on("Email/get", func(a map[string]any) (string, any) {
+		if a["fetchTextBodyValues"] == true {
+			sizes = append(sizes, len(strs(a["ids"])))
+		}
+		return get(a)
+	})
+	st := f.open(t)
+	var ids []hub.ID
+	envs := map[hub.ID][]byte{}
+	for i := range 70 {
+		env := hubtest.Envelope(80 + i)
+		id := hub.ID(addEnvelope(m, hubtest.Channel(i), env))
+		if i >= 60 { // ten messages the server says are 6 MiB each
+			m.emails[string(id)].size = 6 << 20
+		}
+		ids, envs[id] = append(ids, id), env
+	}
+	bodies, err := st.Fetch(t.Context(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bodies {
+		if b.Err != nil || !bytes.Equal(b.Envelope, envs[b.ID]) {
+			t.Fatalf("%s: %v", b.ID, b.Err)
+		}
+	}
+	// 60 small ones in batches of 5 (maxObjectsInGet), then at most two
+	// 6 MiB ones per 16 MiB batch.
+	want := []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 2, 2, 2, 2, 2}
+	if !slices.Equal(sizes, want) {
+		t.Fatalf("Email/get batches %v, want %v", sizes, want)
+	}
+}

@@ -14,6 +14,7 @@ type fakeEmail struct {
 	value      string  // the decoded text body value
 	encProblem bool    // report isEncodingProblem
 	blob       string  // the raw message, served by download
+	size       int     // the reported size; len(value) when 0
 }
 
 type fakeChange struct {
@@ -95,7 +96,11 @@ func (m *mailModel) get(a map[string]any) (string, any) {
 			notFound = append(notFound, id)
 			continue
 		}
-		o := map[string]any{"id": id, "mailboxIds": e.mailboxes, "blobId": "b" + id,
+		size := e.size
+		if size == 0 {
+			size = len(e.value)
+		}
+		o := map[string]any{"id": id, "mailboxIds": e.mailboxes, "blobId": "b" + id, "size": size,
 			"header:Tandem-Version:asRaw": " 1", "textBody": []map[string]any{{"partId": "1"}},
 			"bodyValues": map[string]any{"1": map[string]any{"value": e.value, "isEncodingProblem": e.encProblem}}}
 		if e.channel != nil {
