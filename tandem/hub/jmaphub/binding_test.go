@@ -574,3 +574,14 @@ func TestFetchSizedBatches(t *testing.T) {
 		t.Fatalf("Email/get batches %v, want %v", sizes, want)
 	}
 }
+
+func TestMaxCallsInRequest(t *testing.T) {
+	f := newFake(t)
+	withMail(f)
+	f.session["capabilities"].(map[string]any)[capCore].(map[string]any)["maxCallsInRequest"] = 2
+	st := f.open(t)
+	// The mailbox lookup needs three calls in one request.
+	if err := st.EnsureFolder(t.Context()); !errors.Is(err, hub.ErrProtocol) || !strings.Contains(err.Error(), "allows 2 method calls") {
+		t.Fatalf("EnsureFolder under maxCallsInRequest 2: %v", err)
+	}
+}

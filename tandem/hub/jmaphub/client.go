@@ -119,6 +119,9 @@ func (c *client) request(ctx context.Context, s *session, calls ...call) error {
 	if len(calls) == 0 {
 		return nil
 	}
+	if len(calls) > s.maxCalls {
+		return badResponse(calls[0].Name, "the server allows %d method calls per request; this request needs %d", s.maxCalls, len(calls))
+	}
 	req := struct {
 		Using       []string     `json:"using"`
 		MethodCalls []invocation `json:"methodCalls"`
