@@ -585,3 +585,21 @@ func TestMaxCallsInRequest(t *testing.T) {
 		t.Fatalf("EnsureFolder under maxCallsInRequest 2: %v", err)
 	}
 }
+
+// TestResyncAnchorIgnored: a server that ignores the anchor and answers the
+// same full page forever gets a clear error, not an endless loop.
+func TestResyncAnchorIgnored(t *testing.T) {
+	f := newFake(t)
+	m := withMail(f)
+	for i := range 5 { // a full page: maxObjectsInGet is 5
+		addEnvelope(m, hubtest.Channel(i), hubtest.Envelope(80))
+	}
+	query := m.query
+	f.on("Email/query", func(a map[string]any) (string, any) {
+		delete(a, "anchor")
+		return query(a)
+	})
+	if _, err := f.open(t).Changes(t.Context(), nil); !errors.Is(err, hub.ErrProtocol) {
+		t.Fatalf("Changes against a server that ignores anchors: %v", err)
+	}
+}

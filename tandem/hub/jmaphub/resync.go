@@ -44,6 +44,7 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 	}
 	present := make(map[string]string) // id -> channel
 	var order []string                 // present ids in query order
+	seen := make(map[string]bool)      // every id a page listed
 	anchor := ""
 	limit := min(resyncPage, st.s.maxObjectsInGet)
 	for first := true; ; first = false {
@@ -88,6 +89,15 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 				present[m.ID] = ch
 				order = append(order, m.ID)
 			}
+		}
+		progress := false
+		for _, id := range qr.IDs {
+			if !seen[id] {
+				seen[id], progress = true, true
+			}
+		}
+		if len(qr.IDs) > 0 && !progress {
+			return hub.Changes{}, badResponse("Email/query", "a page after anchor %q lists no new id", anchor)
 		}
 		pageLimit := limit
 		if qr.Limit != nil && *qr.Limit > 0 {
