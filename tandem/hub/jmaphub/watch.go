@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -98,7 +99,7 @@ func (st *Store) watch(ctx context.Context, onChange func()) error {
 // silent, and returns how many events it delivered.
 func (st *Store) stream(ctx context.Context, onChange func()) (int, error) {
 	u, err := st.s.resolve(st.s.eventSourceURL, map[string]string{
-		"types": "Email", "closeafter": "no", "ping": "60",
+		"types": "Email", "closeafter": "no", "ping": strconv.Itoa(pingSeconds),
 	})
 	if err != nil {
 		return 0, err
