@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,9 +17,17 @@ import (
 // clientFleet is n clients, each with its own owner and store holding m
 // encrypted changes the relay does not have.
 type clientFleet struct {
-	owners []client.Owner
-	stores []*client.Store
-	m      int
+	owners    []client.Owner
+	stores    []*client.Store
+	m         int
+	latencies []time.Duration // of the last syncAll, per client
+}
+
+// percentile returns the p-th percentile of the last syncAll's latencies.
+func (f *clientFleet) percentile(p float64) time.Duration {
+	l := slices.Clone(f.latencies)
+	slices.Sort(l)
+	return l[min(len(l)-1, int(p*float64(len(l))))]
 }
 
 func newFleet(t testing.TB, n, m int) *clientFleet {
@@ -59,6 +68,7 @@ func newFleet(t testing.TB, n, m int) *clientFleet {
 // returns the number of changes uploaded.
 func (f *clientFleet) syncAll(t testing.TB, url string, concurrent bool) int {
 	t.Helper()
+	f.latencies = make([]time.Duration, len(f.owners))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -66,7 +76,9 @@ func (f *clientFleet) syncAll(t testing.TB, url string, concurrent bool) int {
 	sent := 0
 	errs := make([]error, len(f.owners))
 	one := func(i int) {
+		start := time.Now()
 		rep, err := client.Sync(ctx, url, f.owners[i], f.stores[i], client.SyncOptions{})
+		f.latencies[i] = time.Since(start)
 		errs[i] = err
 		mu.Lock()
 		sent += rep.Sent
@@ -161,6 +173,7 @@ func BenchmarkRelay200Clients(b *testing.B) {
 	}{{"Sequential", false}, {"Concurrent", true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			changes := 0
+			var p50, p99 time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				srv, url := startRelay(b, relay.Config{})
@@ -169,10 +182,13 @@ func BenchmarkRelay200Clients(b *testing.B) {
 				changes += f.syncAll(b, url, mode.concurrent)
 				b.StopTimer()
 				f.checkRelay(b, srv)
+				p50, p99 = max(p50, f.percentile(0.5)), max(p99, f.percentile(0.99))
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(changes)/b.Elapsed().Seconds(), "changes/s")
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "syncs/s")
+			b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 		})
 	}
 }

@@ -6,7 +6,8 @@
 // owner.
 //
 // The relay is blind: it stores and forwards encrypted changes, checks write
-// keys, and enforces a per-owner quota on stored bytes.
+// keys, and enforces a per-owner quota on stored bytes. Request ordering,
+// slow subscribers and shutdown: docs/decisions/evolu-relay-connections.md.
 package relay
 
 import (
