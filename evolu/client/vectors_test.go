@@ -2,12 +2,14 @@ package client
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
@@ -246,5 +248,51 @@ func TestPadme(t *testing.T) {
 		if got := padmeLength(n); got != want {
 			t.Errorf("padme(%d) = %d, want %d", n, got, want)
 		}
+	}
+}
+
+// TestVectorsPushContinuation reproduces the random-fingerprint
+// continuation of createProtocolMessageFromCrdtMessages byte for byte.
+func TestVectorsPushContinuation(t *testing.T) {
+	var v struct {
+		Continuation struct {
+			RandomBytes []string `json:"randomBytes"`
+			Length      int      `json:"length"`
+			Sha256      string   `json:"sha256"`
+			Tail        string   `json:"tail"`
+		} `json:"continuation"`
+	}
+	vectors.Load(t, "rbsr.json", &v)
+	var ow struct {
+		Owners []struct {
+			Secret string `json:"secret"`
+		} `json:"owners"`
+	}
+	vectors.Load(t, "owners.json", &ow)
+	sec, _ := ParseSecret(ow.Owners[0].Secret)
+	o := OwnerFromSecret(sec)
+	var random []byte
+	for _, r := range v.Continuation.RandomBytes {
+		random = append(random, unhex(t, r)...)
+	}
+	id, _ := protocol.ParseID("AAAAAAAAAAAAAAAAAAAAAA")
+	var msgs []CrdtMessage
+	for i := range 12 {
+		msgs = append(msgs, CrdtMessage{
+			Timestamp: protocol.Timestamp{Millis: uint64(1_700_000_000_000 + i), NodeID: protocol.NodeID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}},
+			Change:    DbChange{Table: "big", ID: id, Values: []Column{{Name: "v", Value: strings.Repeat("z", 100000+i)}}, IsInsert: true},
+		})
+	}
+	rd := bytes.NewReader(random)
+	got, n, err := NewPushRequest(rd, o, msgs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(got)
+	if len(got) != v.Continuation.Length || hex.EncodeToString(sum[:]) != v.Continuation.Sha256 || !strings.HasSuffix(hex.EncodeToString(got), v.Continuation.Tail) {
+		t.Fatalf("continuation: %d bytes (want %d), %d messages", len(got), v.Continuation.Length, n)
+	}
+	if rd.Len() != 0 {
+		t.Fatalf("%d random bytes unused", rd.Len())
 	}
 }
