@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newRelayCmd())
 	root.AddCommand(newEvoluCmd())
+	root.AddCommand(newDemoCmd())
 	// Subsystems register their commands here, one line each.
 	return root
 }

@@ -230,6 +230,19 @@ func (d *Device) HomeSnapshot() *record.State {
 	return d.home.Clone()
 }
 
+// Channels returns the tags of the channels the device follows: home and
+// every known epoch of its collections (§5.6), sorted.
+func (d *Device) Channels() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.chans))
+	for tag := range d.chans {
+		out = append(out, tag)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Pending returns the number of messages written locally and not yet
 // published.
 func (d *Device) Pending() int {
