@@ -60,7 +60,7 @@ func Sync(ctx context.Context, relayURL string, o Owner, st *Store, opts SyncOpt
 	if err != nil {
 		return rep, err
 	}
-	ws, _, err := websocket.Dial(ctx, u, nil)
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return rep, fmt.Errorf("evolu client: dial %s: %w", relayURL, err)
 	}

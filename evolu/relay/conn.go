@@ -59,7 +59,10 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 				return
 			}
 		}
-		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		// Like the TS relay (ws without perMessageDeflate): no compression, so
+		// bytes on the wire are the protocol bytes; and any Origin, since web
+		// apps of any site connect to a relay (the data is encrypted).
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled})
 		if err != nil {
 			s.log.Debug("evolu relay: accept", "err", err)
 			return
