@@ -62,10 +62,14 @@ func (s *Session) answer(f frame.Frame) []Out {
 		if s.blobs == nil || s.group != nil {
 			return nil
 		}
-		return s.blobs.NeedBlob(s.peer, f.Hash)
+		var outs []Out
+		for _, g := range s.blobs.NeedBlob(string(s.peer), f.Hash) {
+			outs = append(outs, s.to(g))
+		}
+		return outs
 	case frame.KindBlobGone:
 		if s.blobs != nil && s.group == nil {
-			s.blobs.BlobGone(s.peer, f.Hash)
+			s.blobs.BlobGone(string(s.peer), f.Hash)
 		}
 	}
 	return nil

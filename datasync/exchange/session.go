@@ -114,8 +114,11 @@ type SnapshotTransfer struct {
 // BlobHandler answers need_blob and blob_gone (§Attachments). It is
 // optional; without one those frames are consumed with no answer.
 type BlobHandler interface {
-	NeedBlob(peer PeerID, hash string) []Out
-	BlobGone(peer PeerID, hash string)
+	// NeedBlob answers a need_blob: it may start a transfer over the
+	// media path, return one blob_gone, or return nothing.
+	NeedBlob(peer string, hash string) []frame.Frame
+	// BlobGone takes a blob_gone; it is answered with nothing.
+	BlobGone(peer string, hash string)
 }
 
 // Session is the exchange with one peer over one space. Its methods are safe

@@ -1,0 +1,200 @@
+package media
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// DefaultMaxTotal is the local file-size ceiling (100 MB), a local policy and
+// not a protocol constant (§Attachments).
+const DefaultMaxTotal = 100_000_000
+
+// DefaultMaxEarly bounds the bytes buffered for a transfer before its chunk
+// 0 arrives and it can be judged.
+const DefaultMaxEarly = 4 * ChunkSize
+
+// Reasons a receiver refuses a transfer.
+var (
+	ErrUnrequested      = errors.New("datasync/media: no outstanding request for these bytes")
+	ErrOverRecord       = errors.New("datasync/media: document larger than one record")
+	ErrOverCeiling      = errors.New("datasync/media: transfer larger than the local ceiling")
+	ErrPurposeRewritten = errors.New("datasync/media: chunk 0 arrived again with a different purpose")
+	ErrOverDeclared     = errors.New("datasync/media: more bytes than the declared total")
+)
+
+// Receiver reassembles transfers from one peer. Judge decides, at chunk 0,
+// whether a data-layer transfer may proceed; Data receives a finished
+// data-layer transfer; File receives a finished application file (the two
+// never mix: a data transfer is never surfaced as a file). Progress is
+// called for every chunk of an admitted data transfer, the "sign that an
+// answer is coming" request expiry is timed from. Refuse tells the sender
+// to stop a transfer.
+type Receiver struct {
+	Judge    func(p Purpose, total uint64) error
+	Data     func(p Purpose, data []byte)
+	File     func(name string, data []byte)
+	Progress func(p Purpose)
+	Refuse   func(id ID)
+	MaxTotal uint64 // zero means DefaultMaxTotal
+	MaxEarly int    // zero means DefaultMaxEarly
+
+	mu sync.Mutex
+	rx map[ID]*incoming
+	// Refusals counts refused transfers; Discarded the chunk bytes dropped
+	// for refused transfers.
+	Refusals, Discarded int
+}
+
+type incoming struct {
+	identified bool
+	refused    bool
+	header     Header
+	purpose    *Purpose
+	parts      map[uint64][]byte
+	have       uint64
+}
+
+// Handle takes one chunk. It returns the error that refused the transfer,
+// if this chunk did.
+func (r *Receiver) Handle(b []byte) error {
+	c, err := ParseChunk(b)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.rx == nil {
+		r.rx = map[ID]*incoming{}
+	}
+	in := r.rx[c.ID]
+	if in == nil {
+		in = &incoming{parts: map[uint64][]byte{}}
+		r.rx[c.ID] = in
+	}
+	if in.refused {
+		r.Discarded += len(c.Body)
+		r.mu.Unlock()
+		return nil
+	}
+	var done func()
+	if c.Index == 0 {
+		err = r.identify(c.ID, in, c.Body)
+	} else {
+		done, err = r.data(c.ID, in, c)
+	}
+	if err != nil {
+		r.refuse(in)
+	}
+	r.mu.Unlock()
+	if err != nil && r.Refuse != nil {
+		r.Refuse(c.ID)
+	}
+	if done != nil {
+		done()
+	}
+	return err
+}
+
+func (r *Receiver) refuse(in *incoming) {
+	r.Refusals++
+	for _, p := range in.parts {
+		r.Discarded += len(p)
+	}
+	*in = incoming{refused: true}
+}
+
+// identify judges a transfer at chunk 0. A repeat of chunk 0 must name the
+// same purpose (§The data purpose: the mark "is fixed by the chunk that
+// carries it").
+func (r *Receiver) identify(id ID, in *incoming, body []byte) error {
+	h, err := ParseHeader(body)
+	if err != nil {
+		return err
+	}
+	if in.identified {
+		if h.Envelope != in.header.Envelope || h.Total != in.header.Total || !slices.Equal(h.Field, in.header.Field) {
+			return ErrPurposeRewritten
+		}
+		return nil
+	}
+	max := r.MaxTotal
+	if max == 0 {
+		max = DefaultMaxTotal
+	}
+	if h.Total > max {
+		return fmt.Errorf("%w: %d bytes", ErrOverCeiling, h.Total)
+	}
+	if h.Envelope == EnvelopeData {
+		p, err := ParsePurpose(h.Field)
+		if err != nil {
+			return err
+		}
+		if r.Judge == nil {
+			return ErrUnrequested
+		}
+		if err := r.Judge(p, h.Total); err != nil {
+			return err
+		}
+		in.purpose = &p
+	}
+	in.identified, in.header = true, h
+	if in.have > h.Total {
+		return ErrOverDeclared
+	}
+	return nil
+}
+
+func (r *Receiver) data(id ID, in *incoming, c Chunk) (func(), error) {
+	if _, dup := in.parts[c.Index]; dup {
+		return nil, nil
+	}
+	if !in.identified {
+		max := r.MaxEarly
+		if max == 0 {
+			max = DefaultMaxEarly
+		}
+		if in.have+uint64(len(c.Body)) > uint64(max) {
+			r.Discarded += len(c.Body)
+			return nil, nil // judged when chunk 0 arrives; the sender retries
+		}
+	}
+	in.parts[c.Index] = slices.Clone(c.Body)
+	in.have += uint64(len(c.Body))
+	if !in.identified {
+		return nil, nil
+	}
+	if in.have > in.header.Total {
+		return nil, ErrOverDeclared
+	}
+	var progress func()
+	if in.purpose != nil && r.Progress != nil {
+		p := *in.purpose
+		progress = func() { r.Progress(p) }
+	}
+	if in.have < in.header.Total {
+		return progress, nil
+	}
+	data := make([]byte, 0, in.have)
+	for i := uint64(1); i <= uint64(len(in.parts)); i++ {
+		part, ok := in.parts[i]
+		if !ok {
+			return nil, fmt.Errorf("%w: chunk %d missing at completion", ErrBadChunk, i)
+		}
+		data = append(data, part...)
+	}
+	delete(r.rx, id)
+	h, p := in.header, in.purpose
+	return func() {
+		if progress != nil {
+			progress()
+		}
+		if p != nil {
+			if r.Data != nil {
+				r.Data(*p, data)
+			}
+		} else if r.File != nil {
+			r.File(string(h.Field), data)
+		}
+	}, nil
+}
