@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/synctest"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
@@ -180,4 +182,27 @@ func TestWriteKey(t *testing.T) {
 // TestVectorsRBSR replays the real @evolu/common transcripts over SQLite.
 func TestVectorsRBSR(t *testing.T) {
 	vectors.ReplayRBSR(t, func(t *testing.T) protocol.RelayStorage { return openTest(t, Config{}) })
+}
+
+// TestPropertyConvergenceSQLite: a SQLite client and a SQLite relay of
+// random timestamp sets converge to their union under random limits.
+func TestPropertyConvergenceSQLite(t *testing.T) {
+	seeds := 4
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		r := rand.New(rand.NewPCG(uint64(seed), 5))
+		o := synctest.GenOpts{N: 100 + r.IntN(3000), Common: r.IntN(90), MinSize: 41, MaxSize: 41 + r.IntN(2000)}
+		totalMax := protocol.MinMaxSize + r.IntN(2)*r.IntN(protocol.MinMaxSize)
+		rangesMax := protocol.MinRangesMaxSize + r.IntN(protocol.MaxRangesMaxSize-protocol.MinRangesMaxSize)
+		t.Run(fmt.Sprintf("seed%d_n%d_ranges%d", seed, o.N, rangesMax), func(t *testing.T) {
+			owner := protocol.OwnerID{byte(seed)}
+			client, relay := openTest(t, Config{}), openTest(t, Config{})
+			union := synctest.Fill(t, r, client, relay, owner, o)
+			synctest.Session(t, client, relay, owner, protocol.WriteKey{1}, totalMax, rangesMax)
+			synctest.CheckUnion(t, "client", client, owner, union, relay)
+			synctest.CheckUnion(t, "relay", relay, owner, union, client)
+		})
+	}
 }
