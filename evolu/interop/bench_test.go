@@ -51,6 +51,21 @@ type workloadResult struct {
 	BytesReceived int64         // relay to client
 	Rounds        int
 	PeakRSS       int64
+	RelayCPU      time.Duration // CPU the relay process used in the timed steps
+}
+
+// timed runs step and adds its relay CPU time to res.
+func timed(r *relayProc, res *workloadResult, step func() error) error {
+	before, err := r.CPUTime()
+	if err != nil {
+		return err
+	}
+	if err := step(); err != nil {
+		return err
+	}
+	after, err := r.CPUTime()
+	res.RelayCPU += after - before
+	return err
 }
 
 // runOn starts a relay, runs fn against it, and records its peak RSS.
@@ -67,8 +82,8 @@ func runOn(b *testing.B, k relayKind, fn func(ctx context.Context, r *relayProc)
 		b.Fatal(err)
 	}
 	res.PeakRSS = rss
-	b.Logf("%s relay: %v, %d B sent, %d B received, %d rounds, peak RSS %.1f MiB",
-		k.name, res.Elapsed, res.BytesSent, res.BytesReceived, res.Rounds, float64(rss)/(1<<20))
+	b.Logf("%s relay: %v (relay CPU %v), %d B sent, %d B received, %d rounds, peak RSS %.1f MiB",
+		k.name, res.Elapsed, res.RelayCPU, res.BytesSent, res.BytesReceived, res.Rounds, float64(rss)/(1<<20))
 	if err := r.Stop(); err != nil {
 		b.Logf("%s relay exit: %v", k.name, err)
 	}
@@ -107,6 +122,7 @@ func median(rs []workloadResult) workloadResult {
 		BytesReceived: pick(func(r workloadResult) int64 { return r.BytesReceived }),
 		Rounds:        int(pick(func(r workloadResult) int64 { return int64(r.Rounds) })),
 		PeakRSS:       pick(func(r workloadResult) int64 { return r.PeakRSS }),
+		RelayCPU:      time.Duration(pick(func(r workloadResult) int64 { return int64(r.RelayCPU) })),
 	}
 }
 
@@ -129,6 +145,11 @@ func report(b *testing.B, ts, ferry, ts811 workloadResult) {
 	b.ReportMetric(float64(ts.Elapsed.Milliseconds()), "ts-ms")
 	b.ReportMetric(float64(ferry.Elapsed.Milliseconds()), "ferry-ms")
 	b.ReportMetric(float64(ts.Elapsed)/float64(ferry.Elapsed), "speedup-x")
+	b.ReportMetric(float64(ts.RelayCPU.Milliseconds()), "ts-cpu-ms")
+	b.ReportMetric(float64(ferry.RelayCPU.Milliseconds()), "ferry-cpu-ms")
+	if ferry.RelayCPU > 0 {
+		b.ReportMetric(float64(ts.RelayCPU)/float64(ferry.RelayCPU), "cpu-speedup-x")
+	}
 	b.ReportMetric(float64(ts.PeakRSS)/(1<<20), "ts-rss-MiB")
 	b.ReportMetric(float64(ferry.PeakRSS)/(1<<20), "ferry-rss-MiB")
 	b.ReportMetric(float64(ferry.PeakRSS)/float64(ts.PeakRSS), "rss-ratio")
@@ -174,23 +195,27 @@ func BenchmarkRelayPush20kPull(b *testing.B) {
 			return res, err
 		}
 		puller := protocol.NewMemoryStorage()
-		push, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, pusher)
+		var push, pull wsStats
+		err := timed(r, &res, func() (err error) {
+			if push, err = protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, pusher); err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+			if pull, err = protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, puller); err != nil {
+				return fmt.Errorf("pull: %w", err)
+			}
+			return nil
+		})
 		if err != nil {
-			return res, fmt.Errorf("push: %w", err)
-		}
-		pull, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, puller)
-		if err != nil {
-			return res, fmt.Errorf("pull: %w", err)
+			return res, err
 		}
 		if err := checkSame(ctx, puller, owner.ID, n, refFP); err != nil {
 			return res, err
 		}
-		return workloadResult{
-			Elapsed:       push.Duration + pull.Duration,
-			BytesSent:     push.BytesSent + pull.BytesSent,
-			BytesReceived: push.BytesReceived + pull.BytesReceived,
-			Rounds:        push.Rounds + pull.Rounds,
-		}, nil
+		res.Elapsed = push.Duration + pull.Duration
+		res.BytesSent = push.BytesSent + pull.BytesSent
+		res.BytesReceived = push.BytesReceived + pull.BytesReceived
+		res.Rounds = push.Rounds + pull.Rounds
+		return res, nil
 	}
 	runAll(b, relayKinds(e), workload)
 }
@@ -232,9 +257,15 @@ func BenchmarkRelayReconcile100k(b *testing.B) {
 		if err := writeAll(ctx, client, owner.ID, opaqueItems(clientIdx, benchChangeSize)); err != nil {
 			return res, err
 		}
-		s, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, client)
+		var s wsStats
+		err := timed(r, &res, func() (err error) {
+			if s, err = protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, client); err != nil {
+				return fmt.Errorf("reconcile: %w", err)
+			}
+			return nil
+		})
 		if err != nil {
-			return res, fmt.Errorf("reconcile: %w", err)
+			return res, err
 		}
 		if err := checkSame(ctx, client, owner.ID, n, allFP); err != nil {
 			return res, err
@@ -247,7 +278,8 @@ func BenchmarkRelayReconcile100k(b *testing.B) {
 		if err := checkSame(ctx, check, owner.ID, n, allFP); err != nil {
 			return res, fmt.Errorf("relay after reconcile: %w", err)
 		}
-		return workloadResult{Elapsed: s.Duration, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived, Rounds: s.Rounds}, nil
+		res.Elapsed, res.BytesSent, res.BytesReceived, res.Rounds = s.Duration, s.BytesSent, s.BytesReceived, s.Rounds
+		return res, nil
 	}
 	runAll(b, relayKinds(e), workload)
 }

@@ -134,6 +134,32 @@ func (r *relayProc) Write(p []byte) (int, error) {
 // Stop ends the relay (idempotent).
 func (r *relayProc) Stop() error { return r.stop() }
 
+// CPUTime is the CPU time (user + system) the relay process has used, from
+// /proc/<pid>/stat, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+func (r *relayProc) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesized command name: state is field 3,
+	// utime 14, stime 15.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // peakRSS reads VmHWM from /proc/<pid>/status.
 func peakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
