@@ -60,7 +60,7 @@ func (h Header) Get(name string) string {
 // be absent). Lines may end in CRLF or a bare LF. A line that is neither a
 // field nor a continuation is an error wrapping [ErrNotEnvelope].
 func ParseHeader(block []byte) (Header, error) {
-	h := Header{}
+	h := make(Header, 8)
 	var name string
 	var val []byte // aliases block until a continuation line is appended
 	folded := false

@@ -125,17 +125,14 @@ func (s *Store) Destroy(ctx context.Context, ids []hub.ID) error {
 	if err != nil {
 		return err
 	}
-	uids := setOf(byValidity[sel.uidValidity]).uids() // others are gone already
-	for len(uids) > 0 {
-		n := min(len(uids), fetchBatch)
-		set := setOf(uids[:n]).String()
-		if err := c.cmd(ctx, "destroy", "UID STORE "+set+` +FLAGS.SILENT (\Deleted)`, nil); err != nil {
+	// Ids of another UIDVALIDITY are gone already.
+	for _, set := range batches(setOf(byValidity[sel.uidValidity])) {
+		if err := c.cmd(ctx, "destroy", "UID STORE "+set.String()+` +FLAGS.SILENT (\Deleted)`, nil); err != nil {
 			return err
 		}
-		if err := c.cmd(ctx, "destroy", "UID EXPUNGE "+set, nil); err != nil {
+		if err := c.cmd(ctx, "destroy", "UID EXPUNGE "+set.String(), nil); err != nil {
 			return err
 		}
-		uids = uids[n:]
 	}
 	return nil
 }

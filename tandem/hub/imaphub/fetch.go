@@ -69,9 +69,6 @@ func parseFetch(r *response) (fetched, error) {
 	return f, nil
 }
 
-// fetchBatch bounds the UIDs per FETCH command line.
-const fetchBatch = 2000
-
 // Fetch implements hub.Store: UID FETCH (BODY.PEEK[HEADER.FIELDS
 // (Content-Type Content-Transfer-Encoding …)] BODY.PEEK[TEXT]), then the
 // three reading steps of §10.4.
@@ -109,15 +106,31 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	for uid := range want {
 		uids = append(uids, uid)
 	}
-	set := setOf(uids).uids()
-	for len(set) > 0 {
-		n := min(len(set), fetchBatch)
-		if err := c.fetchBodies(ctx, setOf(set[:n]), want, out); err != nil {
+	for _, set := range batches(setOf(uids)) {
+		if err := c.fetchBodies(ctx, set, want, out); err != nil {
 			return nil, err
 		}
-		set = set[n:]
 	}
 	return out, nil
+}
+
+// batchRanges bounds the ranges per command, keeping each command line
+// (at most about 22 bytes per range) well under servers' line limits
+// (Dovecot: 64 KiB). Contiguous UIDs are one range, so a whole folder
+// usually goes in one command.
+const batchRanges = 1000
+
+// batches splits a set into sets of at most batchRanges ranges.
+func batches(s uidSet) []uidSet {
+	var out []uidSet
+	for len(s) > batchRanges {
+		out = append(out, s[:batchRanges])
+		s = s[batchRanges:]
+	}
+	if len(s) > 0 {
+		out = append(out, s)
+	}
+	return out
 }
 
 func (c *conn) fetchBodies(ctx context.Context, set uidSet, want map[uint32][]int, out []hub.Body) error {

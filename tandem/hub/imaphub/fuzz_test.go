@@ -79,3 +79,24 @@ func TestUIDSet(t *testing.T) {
 		t.Fatalf("contains/count wrong for %v", s)
 	}
 }
+
+func TestBatches(t *testing.T) {
+	var uids []uint32
+	for i := range 2500 {
+		uids = append(uids, uint32(2*i+1)) // 2,500 one-UID ranges
+	}
+	bs := batches(setOf(uids))
+	total := 0
+	for _, b := range bs {
+		if len(b) > batchRanges {
+			t.Fatalf("batch of %d ranges", len(b))
+		}
+		total += b.count()
+	}
+	if len(bs) != 3 || total != 2500 {
+		t.Fatalf("%d batches with %d UIDs", len(bs), total)
+	}
+	if got := batches(setOf([]uint32{1, 2, 3})); len(got) != 1 || got[0].String() != "1:3" {
+		t.Fatalf("contiguous: %v", got)
+	}
+}

@@ -300,20 +300,20 @@ func (rd *reader) quoted() ([]byte, error) {
 }
 
 func (rd *reader) atom() (atom, error) {
-	var b []byte
+	if err := rd.fill(); err != nil {
+		return "", err
+	}
+	// An atom never spans segments: it ends at the latest at the line end.
 	depth := 0
-	for {
-		c, err := rd.peek()
-		if err != nil {
-			return "", err
-		}
+	for i, c := range rd.seg {
 		if c == '\r' || c == '\n' || depth == 0 && (c == ' ' || c == '(' || c == ')') {
 			if depth != 0 {
 				return "", errors.New("unterminated [ in atom")
 			}
-			return atom(b), nil
+			a := atom(rd.seg[:i])
+			rd.seg = rd.seg[i:]
+			return a, nil
 		}
-		rd.byte()
 		switch c {
 		case '[':
 			depth++
@@ -324,8 +324,8 @@ func (rd *reader) atom() (atom, error) {
 				return "", fmt.Errorf("unexpected %q in atom", c)
 			}
 		}
-		b = append(b, c)
 	}
+	return "", errTruncated // a segment without its line end: the stream ended
 }
 
 // literal reads {n} CRLF and n bytes (or literal8, ~{n}). A literal over
