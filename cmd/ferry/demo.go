@@ -25,6 +25,7 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub/jmaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 	"github.com/ferry-sync/ferry/tandem/record"
+	"github.com/ferry-sync/ferry/tandem/suite"
 )
 
 // demoFlags are the flags of "ferry demo".
@@ -183,8 +184,7 @@ func demoScenario(ctx context.Context, h demoHub, log *slog.Logger, cleanup bool
 	if r.b, err = demoDeviceOn(ctx, h, us, log); err != nil {
 		return nil, err
 	}
-	uid := r.a.UID()
-	r.res.User = hex.EncodeToString(uid[:10])
+	r.res.User = displayUID(r.a.UID())
 	for _, step := range []func() error{r.create, r.pair, r.editA, r.editB, r.converge} {
 		if err := step(); err != nil {
 			return nil, err
@@ -220,6 +220,17 @@ func removeDemoMessages(ctx context.Context, h demoHub, channels []string) (int,
 		}
 	}
 	return len(ids), s.Destroy(ctx, ids)
+}
+
+// displayUID shows a user ID as §5.3 says: the first 20 bytes in b32, in
+// groups of 4.
+func displayUID(uid [32]byte) string {
+	s := suite.B32(uid[:20])
+	var groups []string
+	for i := 0; i < len(s); i += 4 {
+		groups = append(groups, s[i:min(i+4, len(s))])
+	}
+	return strings.Join(groups, " ")
 }
 
 func demoDeviceOn(ctx context.Context, h demoHub, us [32]byte, log *slog.Logger) (*client.Device, error) {
@@ -432,7 +443,7 @@ func findItem(items []demoItem, title string) *demoItem {
 
 func printDemo(w io.Writer, res *demoResult) {
 	fmt.Fprintf(w, "Ferry demo: one user, two devices, one shared list, through a Tandem hub\n")
-	fmt.Fprintf(w, "  hub         %s\n  user        %s…\n  collection  %s\n\n", res.Hub, res.User, res.Collection)
+	fmt.Fprintf(w, "  hub         %s\n  user        %s\n  collection  %s\n\n", res.Hub, res.User, res.Collection)
 	for i, s := range res.Steps {
 		fmt.Fprintf(w, "%d. %s\n", i+1, s)
 	}

@@ -83,6 +83,10 @@ func TestDemoJSON(t *testing.T) {
 	if res.Hub != "memhub (in memory)" || len(res.Collection) != 26 {
 		t.Fatalf("hub %q, collection %q", res.Hub, res.Collection)
 	}
+	// §5.3: the first 20 bytes of the user ID in b32, in 8 groups of 4.
+	if g := strings.Fields(res.User); len(g) != 8 || len(strings.Join(g, "")) != 32 {
+		t.Fatalf("user shown as %q", res.User)
+	}
 }
 
 func TestDemoFlagErrors(t *testing.T) {

@@ -18,7 +18,10 @@
 // healing and garbage collection on the hub (§10.7, §12.2), pairing
 // (§6.3; a second device is made from the same secret, as restoring from
 // the backup key does), and persistence of a device's state across
-// processes (the caller's concern). Kind-3 messages are ignored.
+// processes (the caller's concern). Kind-3 messages are ignored. Messages
+// held for a missing roster statement are bounded in number
+// (Config.MaxHeld) but not in time: the 30-day holding limit of §9.4 does
+// not arise for state that lives no longer than its process.
 //
 // # How it works
 //
