@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -351,10 +352,15 @@ func TestUnknownVersionIgnored(t *testing.T) {
 		"Tandem-Version: 1\r\nTandem-Channel: " + ch.tag + "\r\n" +
 		"Content-Type: text/plain; charset=us-ascii\r\nContent-Transfer-Encoding: 7bit\r\n\r\n" + hub.EncodeBody(env)
 	f.srv.Inject(hub.Folder, []byte(raw))
+	// And a valid envelope under a Tandem-Version header of 2.
+	good := must[[]byte](t)(suite.SealEnvelope(suite.KindRecord, ch.key, ch.tag, []byte(`{}`), rand.Reader))
+	raw2 := strings.Replace(raw, "Tandem-Version: 1", "Tandem-Version: 2", 1)
+	raw2 = raw2[:strings.Index(raw2, "\r\n\r\n")+4] + hub.EncodeBody(good)
+	f.srv.Inject(hub.Folder, []byte(raw2))
 	before := stateBytes(t, f.b, f.c)
 	rep := syncT(t, f.b)
-	if rep.Ignored != 1 || len(rep.Rejected) != 0 {
-		t.Fatalf("report %+v, want one ignored message", rep)
+	if rep.Ignored != 2 || len(rep.Rejected) != 0 {
+		t.Fatalf("report %+v, want two ignored messages", rep)
 	}
 	if !bytes.Equal(before, stateBytes(t, f.b, f.c)) {
 		t.Fatal("state changed")

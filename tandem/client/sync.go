@@ -37,7 +37,7 @@ type SyncReport struct {
 // whole: it is listed in the report's Rejected and changes no state. Sync
 // returns an error only when the hub fails; the cursor then stays where it
 // was, so the next Sync reads the same changes again (merging is
-// idempotent).
+// idempotent). See docs/decisions/tandem-client-sync.md.
 func (d *Device) Sync(ctx context.Context) (*SyncReport, error) {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
