@@ -428,3 +428,31 @@ func TestWriteErrors(t *testing.T) {
 		t.Fatal("a failed write was queued")
 	}
 }
+
+// TestWritesDuringSync: a Device is safe for concurrent use; writes made
+// while a Sync runs are kept and published by a later one.
+func TestWritesDuringSync(t *testing.T) {
+	f := newFixture(t)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range 40 {
+			err = errors.Join(err, f.a.Assign(f.c, f.milk, "qty", []byte{byte('0' + i%10)}))
+		}
+		done <- err
+	}()
+	for range 5 {
+		syncT(t, f.a)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, f.a)
+	if f.a.Pending() != 0 {
+		t.Fatalf("%d writes left unpublished", f.a.Pending())
+	}
+	syncT(t, f.b)
+	if !bytes.Equal(stateBytes(t, f.a, f.c), stateBytes(t, f.b, f.c)) {
+		t.Fatal("B differs from A")
+	}
+}
