@@ -168,8 +168,8 @@ func TestUnrequestedRefused(t *testing.T) {
 	blob := make([]byte, 5*media.ChunkSize)
 	h := Hash(blob)
 	err := l.tx.SendData(context.Background(), media.Purpose{P: media.PurposeAttachment, Hash: h}, blob)
-	if !errors.Is(err, media.ErrRefusedByPeer) || l.chunks != 1 || l.rx.Discarded != 0 {
-		t.Fatalf("err %v, %d chunks, %d discarded", err, l.chunks, l.rx.Discarded)
+	if !errors.Is(err, media.ErrRefusedByPeer) || l.chunks != 1 || l.rx.Released+l.rx.Dropped != 0 {
+		t.Fatalf("err %v, %d chunks, %d bytes buffered", err, l.chunks, l.rx.Released+l.rx.Dropped)
 	}
 	if _, ok := l.fetch.Store.Get(h); ok {
 		t.Fatal("unrequested bytes stored")

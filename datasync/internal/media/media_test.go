@@ -90,8 +90,8 @@ func TestRefusedAtIdentification(t *testing.T) {
 	}, Data: func(Purpose, []byte) { t.Fatal("delivered") }}
 	s, sent := pipe(r, false)
 	err := s.SendData(context.Background(), Purpose{P: PurposeSnapshot, Doc: "big"}, make([]byte, 10*ChunkSize))
-	if !errors.Is(err, ErrRefusedByPeer) || *sent != 1 || r.Discarded != 0 {
-		t.Fatalf("err %v, %d chunks sent, %d bytes discarded", err, *sent, r.Discarded)
+	if !errors.Is(err, ErrRefusedByPeer) || *sent != 1 || r.Released+r.Dropped != 0 {
+		t.Fatalf("err %v, %d chunks sent, %d bytes buffered", err, *sent, r.Released+r.Dropped)
 	}
 }
 
@@ -107,8 +107,8 @@ func TestEarlyChunksReleasedOnRefusal(t *testing.T) {
 	if err := r.Handle(Chunk{ID: id, Body: h.Marshal()}.Marshal()); !errors.Is(err, ErrUnrequested) {
 		t.Fatal(err)
 	}
-	if r.Discarded != 8*ChunkSize || len(r.rx[id].parts) != 0 {
-		t.Fatalf("discarded %d, buffered %d", r.Discarded, len(r.rx[id].parts))
+	if r.Released != DefaultMaxEarly || r.Dropped != 8*ChunkSize-DefaultMaxEarly || len(r.rx[id].parts) != 0 {
+		t.Fatalf("released %d, dropped %d, still buffered %d", r.Released, r.Dropped, len(r.rx[id].parts))
 	}
 }
 

@@ -42,9 +42,11 @@ type Receiver struct {
 
 	mu sync.Mutex
 	rx map[ID]*incoming
-	// Refusals counts refused transfers; Discarded the chunk bytes dropped
-	// for refused transfers.
-	Refusals, Discarded int
+	// Refusals counts refused transfers; Released the bytes buffered
+	// before chunk 0 and released when it refused the transfer; Dropped the
+	// bytes never buffered (chunks of refused transfers, and early chunks
+	// past MaxEarly).
+	Refusals, Released, Dropped int
 }
 
 type incoming struct {
@@ -73,7 +75,7 @@ func (r *Receiver) Handle(b []byte) error {
 		r.rx[c.ID] = in
 	}
 	if in.refused {
-		r.Discarded += len(c.Body)
+		r.Dropped += len(c.Body)
 		r.mu.Unlock()
 		return nil
 	}
@@ -99,7 +101,7 @@ func (r *Receiver) Handle(b []byte) error {
 func (r *Receiver) refuse(in *incoming) {
 	r.Refusals++
 	for _, p := range in.parts {
-		r.Discarded += len(p)
+		r.Released += len(p)
 	}
 	*in = incoming{refused: true}
 }
@@ -155,7 +157,7 @@ func (r *Receiver) data(id ID, in *incoming, c Chunk) (func(), error) {
 			max = DefaultMaxEarly
 		}
 		if in.have+uint64(len(c.Body)) > uint64(max) {
-			r.Discarded += len(c.Body)
+			r.Dropped += len(c.Body)
 			return nil, nil // judged when chunk 0 arrives; the sender retries
 		}
 	}
@@ -197,4 +199,11 @@ func (r *Receiver) data(id ID, in *incoming, c Chunk) (func(), error) {
 			r.File(string(h.Field), data)
 		}
 	}, nil
+}
+
+// Stats returns Refusals, Released and Dropped, safely while transfers run.
+func (r *Receiver) Stats() (refusals, released, dropped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Refusals, r.Released, r.Dropped
 }
