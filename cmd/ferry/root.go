@@ -23,6 +23,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRelayCmd())
 	root.AddCommand(newEvoluCmd())
 	root.AddCommand(newDemoCmd())
+	root.AddCommand(newPeerCmd())
 	// Subsystems register their commands here, one line each.
 	return root
 }
