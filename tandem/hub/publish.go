@@ -7,7 +7,7 @@ import (
 )
 
 // Publisher appends envelopes to a Store without ever appending one the hub
-// already holds (§10.2, last paragraph). A message's identity is
+// already holds (§10.2, last paragraph; docs/decisions/tandem-hub-identity.md). A message's identity is
 // H(envelope) (§10.4), not the id an append answers: that answer may be lost
 // while the append landed, or a push may show the message first.
 //

@@ -54,7 +54,7 @@ type Body struct {
 	Err error
 }
 
-// Store is the abstract hub store of §10.1. Implementations are safe for
+// Store is the abstract hub store of §10.1 (docs/decisions/tandem-hub-store.md). Implementations are safe for
 // concurrent use by multiple goroutines, and every method honours its
 // context's cancellation and deadline.
 type Store interface {

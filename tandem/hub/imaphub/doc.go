@@ -16,7 +16,7 @@
 //   - Fetch: UID FETCH (BODY.PEEK[HEADER.FIELDS (…)] BODY.PEEK[TEXT]), then
 //     the three reading steps of §10.4 (package hub).
 //   - Destroy: UID STORE +FLAGS.SILENT (\Deleted), then UID EXPUNGE.
-//   - Watch: IDLE on its own connection, re-issued every 29 minutes.
+//   - Watch: IDLE on its own connection, re-issued every 28 minutes.
 //
 // Ids are "<UIDVALIDITY>.<UID>". The cursor carries UIDVALIDITY,
 // HIGHESTMODSEQ, the last UID seen and the set of UIDs reported as added, so

@@ -14,7 +14,7 @@ import (
 )
 
 // Real-server tests run against the Dovecot that scripts/setup.d/10-dovecot.sh
-// starts. Each test uses its own user, so packages and tests don't collide:
+// starts (docs/decisions/tandem-hub-imap-test-servers.md). Each test uses its own user, so packages and tests don't collide:
 //
 //	alice  conformance suite, QRESYNC (127.0.0.1:1143)
 //	bob    conformance suite, no QRESYNC, namespace prefix INBOX. (:1144)

@@ -24,7 +24,7 @@ type Config struct {
 	// DisableQRESYNC makes the binding act as if the server lacked
 	// QRESYNC, using the UID SEARCH ALL comparison for removals.
 	DisableQRESYNC bool
-	// IdleRefresh is how often Watch re-issues IDLE; zero means 29 minutes
+	// IdleRefresh is how often Watch re-issues IDLE; zero means 28 minutes
 	// (RFC 2177 asks clients to re-issue at least every 29 minutes).
 	IdleRefresh time.Duration
 	// Dialer, when set, replaces net.Dialer (tests use it).
@@ -52,7 +52,7 @@ func (cfg *Config) idleRefresh() time.Duration {
 	if cfg.IdleRefresh > 0 {
 		return cfg.IdleRefresh
 	}
-	return 29 * time.Minute
+	return 28 * time.Minute
 }
 
 // Store is the IMAP binding of the hub store. It implements hub.Store over
