@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,5 +234,61 @@ func TestContextCancelInterrupts(t *testing.T) {
 	f.setHook(nil)
 	if _, err := s.Changes(ctx5(t), nil); err != nil {
 		t.Fatalf("Changes after a timeout (redial): %v", err)
+	}
+}
+
+// TestQRESYNCLongKnownSet: with QRESYNC, removals come from VANISHED
+// (EARLIER), intersected with the cursor's UIDs; a known set too long for a
+// command line is left out of SELECT rather than sent.
+func TestQRESYNCLongKnownSet(t *testing.T) {
+	f := newFake(t)
+	f.caps += " CONDSTORE QRESYNC ENABLE"
+	var mu sync.Mutex
+	var lastSelect string
+	selectLine := func() string { mu.Lock(); defer mu.Unlock(); return lastSelect }
+	f.setHook(func(line string) (string, bool, bool) {
+		if !strings.HasPrefix(line, "SELECT") {
+			return "", false, false
+		}
+		mu.Lock()
+		lastSelect = line
+		mu.Unlock()
+		return "* 0 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [HIGHESTMODSEQ 9] ok\r\n" +
+			"* VANISHED (EARLIER) 1:9999,20000\r\n%TAG% OK [READ-WRITE] done\r\n", false, true
+	})
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.c.qresync {
+		t.Fatal("QRESYNC not enabled")
+	}
+	var odd []uint32
+	for uid := uint32(1); uid < 10000; uid += 2 {
+		odd = append(odd, uid)
+	}
+	cur := cursor{uidValidity: 7, modSeq: 5, lastUID: 10000, known: setOf(odd)}
+	c, err := s.Changes(ctx5(t), cur.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(selectLine(), `SELECT "Tandem" (QRESYNC (7 5))`) {
+		t.Errorf("SELECT line %.60q…; want QRESYNC without the long known set", selectLine())
+	}
+	if len(c.Removed) != len(odd) || len(c.Added) != 0 {
+		t.Fatalf("removed %d (want %d), added %d", len(c.Removed), len(odd), len(c.Added))
+	}
+	next, err := decodeCursor(c.Cursor)
+	if err != nil || next.modSeq != 9 || len(next.known) != 0 || next.lastUID != 10000 {
+		t.Fatalf("next cursor %+v, %v", next, err)
+	}
+	// A short known set is sent.
+	cur.known = setOf([]uint32{2, 4})
+	if _, err := s.Changes(ctx5(t), cur.encode()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(selectLine(), `SELECT "Tandem" (QRESYNC (7 5 2,4))`) {
+		t.Errorf("SELECT line %q; want the known UIDs", selectLine())
 	}
 }

@@ -3,11 +3,16 @@ package imaphub
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
+
+// maxKnownInSelect bounds the known-UIDs parameter of SELECT (QRESYNC),
+// keeping the line far below servers' limits (Dovecot: 64 KiB).
+const maxKnownInSelect = 8 << 10
 
 // selection is what SELECT reported.
 type selection struct {
@@ -26,8 +31,10 @@ func (c *conn) selectFolder(ctx context.Context, mailbox string, qr *cursor) (se
 	line := "SELECT " + quote(mailbox)
 	if qr != nil {
 		line += fmt.Sprintf(" (QRESYNC (%d %d", qr.uidValidity, qr.modSeq)
-		if len(qr.known) > 0 {
-			line += " " + qr.known.String()
+		// The known UIDs only narrow the answer (it is intersected with
+		// them anyway), so a set too long for a command line is left out.
+		if known := qr.known.String(); known != "" && len(known) <= maxKnownInSelect {
+			line += " " + known
 		}
 		line += "))"
 	}
@@ -145,7 +152,7 @@ func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 			out.Removed = append(out.Removed, makeID(sel.uidValidity, uid))
 		}
 	}
-	if sel.exists > 0 {
+	if sel.exists > 0 && last < math.MaxUint32 {
 		added, maxUID, err := c.fetchNew(ctx, last+1)
 		if err != nil {
 			return hub.Changes{}, err
