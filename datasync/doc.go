@@ -1,0 +1,149 @@
+// Package datasync is Ferry's implementation of data-sync-v1, replicated
+// documents (the __DATA_V1__ layer). It holds no code: the parts live in
+// its subpackages.
+//
+//	frame        the frame codec (six kinds, byte-exact, version first)
+//	engine       the document engine interface and KV, the default engine
+//	exchange     the per-space, per-peer exchange, group scope
+//	attach       attachment references, fetching and holding blobs
+//	internal/media  the media path (chunk 0, purpose mark, refusals)
+//	transport    in-memory lossy network, simulated group path, Noise IK TCP
+//	replica      one 1:1 space over one transport connection
+//
+// The reference implementation runs these frames inside MLS with the Loro
+// engine; neither exists in Go here. Ferry implements the wire contract
+// exactly (testdata/datasync/data-sync-v1.vectors.json passes in full),
+// keeps the engine behind an interface, names its own encoding with its own
+// frame version (docs/decisions/datasync-encoding.md), and takes the space
+// from an authenticated transport (Noise IK via github.com/flynn/noise, the
+// only non-standard dependency). The codec, the engine, the exchange and the
+// media path are written by hand: no library does them.
+//
+// # Where each MUST is enforced
+//
+// §Frames
+//   - absent reply/partial read as false: frame.Parse (fields.flag);
+//     frame.TestVectorsParseDefaults.
+//   - read v before parsing the body: frame.ReadVersion, frame.Parse;
+//     frame.TestVersionReadFirst.
+//   - consume a frame of unknown version without surfacing it:
+//     exchange.Session.Receive; exchange.TestUnknownVersionConsumed.
+//   - a peer that has not advertised an encoding is not sent one:
+//     frame.Gate, exchange.Session.route; exchange.TestGatedPeerSentNothing,
+//     frame.TestGates.
+//
+// §Group scope
+//   - no group frame unless every other member speaks entry 2:
+//     exchange.Group.route; exchange.TestGroupGateAllMembers.
+//   - a change received from a group is not pushed back into it:
+//     exchange.Session.answerDelta (answers only ever address the sender);
+//     exchange.TestGroupNoPushBack.
+//   - offers, their answers and snapshots addressed to the member that
+//     asked: exchange.Session.to; exchange.TestGroupAnswersAddressed.
+//   - bound addressed frames, promote the next roster-wide:
+//     exchange.Group.route; exchange.TestGroupAddressedBound (with
+//     transport.GroupNet's forward-distance window).
+//   - withhold when the bound is reached and the gate is closed:
+//     exchange.TestGroupBoundWithGateClosed.
+//
+// §Exchange and §Termination
+//   - an offer marked reply is not answered with an offer:
+//     exchange.Session.answerOffer; exchange.TestTableOfferReply,
+//     exchange.TestRandomizedConvergence (a converged round costs exactly
+//     one offer and one reply per direction).
+//   - a created document asks for its contents on the same leg (the
+//     counter-offer, or a targeted offer reply:true partial:true):
+//     exchange.TestTableOfferAsking, exchange.TestTableOfferReply.
+//   - partial on every frame carrying less than everything:
+//     exchange.Session.offer; exchange.TestSplitOffersAndUntrimmedAnswers.
+//   - no inference from a partial frame: exchange.TestPartialOfferNoInference.
+//   - every chain of answers is finite, every row of the table:
+//     exchange.TestTableOfferAsking, TestTableOfferReply,
+//     TestTableDeltaTerminal, TestTableDeltaMissingPredecessor,
+//     TestTableDeltaTrimmedHistory, TestTableSnapTerminal, TestTableNeedSnap;
+//     the optional flush: exchange.TestFlushOnce.
+//   - answers are not trimmed to the names the inbound frame carried:
+//     exchange.TestSplitOffersAndUntrimmedAnswers.
+//   - deletion is not represented: a document missing on one side is
+//     recreated by the rules above (exchange.TestPartialOfferNoInference's
+//     complete case).
+//
+// §Bounds
+//   - at most 1,024 documents on peers' say-so, none for local creation:
+//     exchange.Space.admit; exchange.TestPeerNamedCeiling.
+//   - 32 KiB of document bytes per frame, checked before decoding:
+//     frame.decodeBudgeted; frame.TestBudgetBeforeDecoding,
+//     exchange.TestBudgetReported.
+//
+// §Attachments
+//   - name and mime absent rather than null: attach.Ref.Marshal;
+//     attach.TestVectorsReferences, attach.TestWriteBounds.
+//   - hash exactly 64 lowercase hex, never case-folded; 0 < size ≤ 2^63−1;
+//     name ≤ 256 and mime ≤ 255 bytes; checked on write and on read, a
+//     failing reference reads as absent; unknown fields ignored; wrong types
+//     and unknown kinds read as absent: attach.Ref.Check, attach.Read;
+//     attach.TestReadBounds, attach.TestWriteBounds, attach.FuzzRead.
+//   - size is not an allocation hint: nothing allocates by Ref.Size; the
+//     media receiver allocates by bytes received (media.Receiver.data).
+//   - name is never a path: nothing in datasync opens a file by it.
+//   - no assumption about a peer's file-size limit: media.Receiver.MaxTotal
+//     is local only.
+//   - bounded repeats on both sides: attach.Fetcher.Fetch,
+//     attach.Holder.NeedBlob; attach.TestRepeatBounds.
+//   - no second transfer of bytes in flight to that peer: attach.Holder,
+//     media.Sender.SendData; attach.TestNoDuplicateTransfer,
+//     media.TestNoSecondTransferInFlight.
+//   - arriving bytes verified against the hash: attach.Fetcher.Complete;
+//     attach.TestHashVerified.
+//   - unrequested bytes discarded, refused at identification, the rest of
+//     the transfer not allowed to proceed: attach.Fetcher.Judge,
+//     media.Receiver.identify; attach.TestUnrequestedRefused,
+//     media.TestEarlyChunksReleasedOnRefusal.
+//   - expiry timed from the last sign of progress: attach.Fetcher.Progress,
+//     attach.Fetcher.Expire; attach.TestExpiryFromLastProgress.
+//   - a fetched blob is never surfaced as a file or reported as a transfer:
+//     media.Receiver (Data and File never mix), attach.Store;
+//     media.TestDataNeverSurfacesAsFile, attach.TestFetchOverMediaPath.
+//   - in a group, fetching reports that it cannot be done:
+//     attach.Fetcher (Group); attach.TestGroupFetchReported.
+//
+// §Documents too large for a frame
+//   - entry 3 and 1:1 only: exchange.Session.snapshot, exchange.Group.route;
+//     exchange.TestOversizedDocument, exchange.TestGroupNoMediaPath.
+//   - a sender does not carry a document larger than one record:
+//     exchange.Session.snapshot (MaxRecordBytes); exchange.TestOversizedDocument.
+//   - a receiver refuses one at identification rather than buffering it:
+//     replica.Link.judge; replica.TestOversizedSnapshotRefused,
+//     media.TestRefusedAtIdentification.
+//   - unsolicited by design: replica.Link.judge admits snapshots without a
+//     request; replica.TestLinkOverPipe, replica.TestLinkOverNoiseTCP.
+//
+// §Reporting
+//   - a document that cannot replicate is reported (exchange.Report, not a
+//     log line): exchange.TestBudgetReported, TestOversizedDocument,
+//     TestPeerNamedCeiling, TestTableDeltaTrimmedHistory,
+//     TestTableDeltaTerminal, replica.TestOversizedSnapshotRefused.
+//
+// §The data purpose
+//   - not application-settable: datasync/internal/media cannot be imported
+//     outside datasync, and media.Sender.SendFile has no purpose.
+//   - shipped under an envelope version that covers it; unknown versions
+//     refused: media.ParseHeader; media.TestUnknownEnvelopeRefused.
+//   - only sent to a peer with entry 3: exchange.Session.route,
+//     replica.Link.Fetch; exchange.TestOversizedDocument.
+//   - never sent unmarked when chunk 0 cannot be sealed:
+//     media.Sender.transfer; media.TestUnsealableChunk0Abandons.
+//   - fixed by the first chunk 0: media.Receiver.identify;
+//     media.TestPurposeFixedByFirstChunk0.
+//
+// §The space is derived
+//   - no frame names a space: a Session is built for one space and one
+//     peer; transport.Conn.Peer is the authenticated key
+//     (transport.TestNoiseRoundTripAndIdentity), and a listener admits only
+//     the expected key (transport.TestNoiseRejectsUnknownInitiator).
+//
+// Not implemented: the optional version offer after a recovered flush
+// failure (the KV engine never folds a pending local edit into an import,
+// so the case it covers does not arise); crash quarantine of blobs in
+// flight on disk (only the digest, attach.Digest, exists).
+package datasync
