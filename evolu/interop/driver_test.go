@@ -29,7 +29,9 @@ type wsStats struct {
 func protocolSync(ctx context.Context, url string, owner protocol.OwnerID, key protocol.WriteKey, st protocol.Storage) (wsStats, error) {
 	var s wsStats
 	start := time.Now()
-	conn, _, err := websocket.Dial(ctx, url+"?ownerId="+owner.String(), nil)
+	// No permessage-deflate: the TS relay's ws server does not negotiate it
+	// and encrypted changes do not compress.
+	conn, _, err := websocket.Dial(ctx, url+"?ownerId="+owner.String(), &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return s, fmt.Errorf("dial %s: %w", url, err)
 	}
