@@ -133,7 +133,9 @@ func (s *Store) nextTimestamp(ctx context.Context, tx *sql.Tx) (protocol.Timesta
 	} else if err != nil {
 		return protocol.Timestamp{}, err
 	}
-	last := protocol.TimestampBytes(lastRaw).Timestamp()
+	var lastTB protocol.TimestampBytes
+	copy(lastTB[:], lastRaw)
+	last := lastTB.Timestamp()
 	var ts protocol.Timestamp
 	copy(ts.NodeID[:], nodeRaw)
 	ts.Millis = max(uint64(s.now().UnixMilli()), last.Millis)
@@ -205,7 +207,9 @@ func (s *Store) Rows(ctx context.Context, owner protocol.OwnerID, table string) 
 			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].Table != tbl || string(out[n-1].ID[:]) != string(id) {
-			out = append(out, Row{Table: tbl, ID: protocol.ID(id)})
+			r := Row{Table: tbl}
+			copy(r.ID[:], id)
+			out = append(out, r)
 		}
 		if i, ok := v.(int64); ok {
 			v = float64(i)

@@ -9,8 +9,9 @@ import (
 )
 
 // MemoryStorage is an in-memory RelayStorage for tests and tools: sorted
-// timestamps per owner, linear fingerprints. The SQLite stores of the relay
-// and client packages are the production implementations.
+// timestamps per owner with their fingerprints and prefix XORs (rebuilt
+// after writes), so a range fingerprint costs O(1). The SQLite stores of
+// the relay and client packages are the production implementations.
 type MemoryStorage struct {
 	mu     sync.Mutex
 	owners map[OwnerID]*memOwner
@@ -20,6 +21,8 @@ type MemoryStorage struct {
 
 type memOwner struct {
 	ts      []TimestampBytes
+	fps     []Fingerprint // fingerprint of ts[i]
+	prefix  []Fingerprint // prefix[i]: XOR of fps[:i]; nil when stale
 	changes map[TimestampBytes][]byte
 	key     *WriteKey
 	bytes   int
@@ -65,14 +68,16 @@ func (s *MemoryStorage) Fingerprint(_ context.Context, o OwnerID, begin, end int
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.owner(o)
-	var fp Fingerprint
 	if err := checkRange(begin, end, len(m.ts)); err != nil {
-		return fp, err
+		return Fingerprint{}, err
 	}
-	for _, t := range m.ts[begin:end] {
-		fp = fp.Xor(TimestampFingerprint(t))
+	if m.prefix == nil {
+		m.prefix = make([]Fingerprint, len(m.fps)+1)
+		for i, f := range m.fps {
+			m.prefix[i+1] = m.prefix[i].Xor(f)
+		}
 	}
-	return fp, nil
+	return m.prefix[begin].Xor(m.prefix[end]), nil
 }
 
 // FingerprintRanges implements Storage.
@@ -165,10 +170,15 @@ func (s *MemoryStorage) WriteMessages(_ context.Context, o OwnerID, msgs []Encry
 	if s.Quota > 0 && m.bytes+add > s.Quota {
 		return &QuotaExceededError{OwnerID: o}
 	}
+	keys := make([]TimestampBytes, 0, len(fresh))
 	for t, c := range fresh {
 		m.changes[t] = slices.Clone(c)
-		i, _ := slices.BinarySearchFunc(m.ts, t, TimestampBytes.Compare)
-		m.ts = slices.Insert(m.ts, i, t)
+		keys = append(keys, t)
+	}
+	if len(keys) > 0 {
+		slices.SortFunc(keys, TimestampBytes.Compare)
+		m.ts, m.fps = mergeSorted(m.ts, m.fps, keys)
+		m.prefix = nil
 	}
 	m.bytes += add
 	return nil
@@ -185,4 +195,22 @@ func (s *MemoryStorage) ValidateWriteKey(_ context.Context, o OwnerID, key Write
 		return true, nil
 	}
 	return subtle.ConstantTimeCompare(m.key[:], key[:]) == 1, nil
+}
+
+// mergeSorted merges the sorted new timestamps into the sorted ts and their
+// fingerprints.
+func mergeSorted(ts []TimestampBytes, fps []Fingerprint, add []TimestampBytes) ([]TimestampBytes, []Fingerprint) {
+	outT := make([]TimestampBytes, 0, len(ts)+len(add))
+	outF := make([]Fingerprint, 0, len(ts)+len(add))
+	i, j := 0, 0
+	for i < len(ts) || j < len(add) {
+		if j == len(add) || (i < len(ts) && ts[i].Compare(add[j]) < 0) {
+			outT, outF = append(outT, ts[i]), append(outF, fps[i])
+			i++
+		} else {
+			outT, outF = append(outT, add[j]), append(outF, TimestampFingerprint(add[j]))
+			j++
+		}
+	}
+	return outT, outF
 }

@@ -182,6 +182,12 @@ type ownerIndex struct {
 	blocks   []block
 	prefixN  []int                  // prefixN[k]: timestamps before block k
 	prefixFP []protocol.Fingerprint // prefixFP[k]: XOR of blocks before k
+	// ahead holds the changes read ahead of the last ReadChange miss:
+	// reconciliation reads changes in timestamp order. Stored changes never
+	// change, so the cache is never stale.
+	ahead map[protocol.TimestampBytes][]byte
+	// max is the owner's greatest timestamp (valid when size() > 0).
+	max protocol.TimestampBytes
 }
 
 func (x *ownerIndex) rebuild() {
@@ -241,6 +247,14 @@ func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex,
 		return nil, fmt.Errorf("sqlstore: load index: %w", err)
 	}
 	x.rebuild()
+	if len(x.blocks) > 0 {
+		var raw []byte
+		if err := s.scanRow(ctx, `select max(t) from evolu_ts where owner = ?`, []any{owner[:]}, &raw); err != nil {
+			x.mu.Unlock()
+			return nil, fmt.Errorf("sqlstore: load index: %w", err)
+		}
+		copy(x.max[:], raw)
+	}
 	x.loaded = true
 	return x, nil
 }
@@ -475,12 +489,79 @@ func (s *Store) readTimestamps(ctx context.Context, q string, args ...any) ([]pr
 
 // ReadChange implements protocol.Storage.
 func (s *Store) ReadChange(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) ([]byte, error) {
-	var c []byte
-	err := s.scanRow(ctx, `select change from evolu_change where owner = ? and t = ?`, []any{owner[:], t[:]}, &c)
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer x.mu.Unlock()
+	if c, ok := x.ahead[t]; ok {
+		delete(x.ahead, t)
+		return c, nil
+	}
+	ahead, err := s.readAhead(ctx, owner, t)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read change %s: %w", t.Timestamp(), err)
 	}
+	c, ok := ahead[t]
+	if !ok {
+		return nil, fmt.Errorf("sqlstore: read change %s: %w", t.Timestamp(), sql.ErrNoRows)
+	}
+	delete(ahead, t)
+	x.ahead = ahead
 	return c, nil
+}
+
+// Read-ahead bounds: at most aheadRows changes and aheadBytes bytes (but
+// always the requested one).
+const (
+	aheadRows  = 64
+	aheadBytes = 1 << 20
+)
+
+// readAhead reads the change of t and those of the timestamps after it.
+func (s *Store) readAhead(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) (map[protocol.TimestampBytes][]byte, error) {
+	// Sizes first (SQLite reads a blob's length from the record header), so
+	// a run of huge changes is not loaded only to be dropped.
+	rows, err := s.query(ctx, `select length(change) from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], t[:], aheadRows)
+	if err != nil {
+		return nil, err
+	}
+	n, total := 0, 0
+	for rows.Next() {
+		var l int
+		if err := rows.Scan(&l); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if n > 0 && total+l > aheadBytes {
+			break
+		}
+		n++
+		total += l
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[protocol.TimestampBytes][]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	rows, err = s.query(ctx, `select t, change from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], t[:], n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var traw, c []byte
+		if err := rows.Scan(&traw, &c); err != nil {
+			return nil, err
+		}
+		var k protocol.TimestampBytes
+		copy(k[:], traw)
+		out[k] = c
+	}
+	return out, rows.Err()
 }
 
 // ValidateWriteKey implements protocol.RelayStorage: the first key of an

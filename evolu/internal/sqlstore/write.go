@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
@@ -29,107 +30,213 @@ func (s *Store) Write(ctx context.Context, owner protocol.OwnerID, msgs []protoc
 	defer x.mu.Unlock()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	blocks, err := s.write(ctx, owner, x, msgs, onNew)
+	blocks, max, err := s.write(ctx, owner, x, msgs, onNew)
 	if err != nil {
 		return err
 	}
 	if blocks != nil {
 		x.blocks = blocks
+		x.max = max
 		x.rebuild()
 	}
+	x.ahead = nil
 	return nil
 }
 
-func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, msgs []protocol.EncryptedMessage, onNew OnNew) (_ []block, err error) {
+func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, msgs []protocol.EncryptedMessage, onNew OnNew) (_ []block, _ protocol.TimestampBytes, err error) {
+	var none protocol.TimestampBytes
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: begin: %w", err)
+		return nil, none, fmt.Errorf("sqlstore: begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			tx.Rollback()
 		}
 	}()
-	insChange, err := s.TxStmt(ctx, tx, `insert into evolu_change (owner, t, change) values (?, ?, ?) on conflict do nothing`)
+	fresh, added, err := s.freshMessages(ctx, tx, owner, msgs)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: prepare: %w", err)
-	}
-	defer insChange.Close()
-	var fresh []protocol.EncryptedMessage
-	var added int64
-	for _, m := range msgs {
-		t := m.Timestamp.Bytes()
-		res, err := insChange.ExecContext(ctx, owner[:], t[:], m.Change)
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: insert change: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			fresh = append(fresh, m)
-			added += int64(len(m.Change))
-		}
+		return nil, none, err
 	}
 	if len(fresh) == 0 {
-		return nil, tx.Commit()
+		return nil, none, tx.Commit()
 	}
 	var stored int64
 	usage, err := s.TxStmt(ctx, tx, `select stored_bytes from evolu_owner where owner = ?`)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	err = usage.QueryRowContext(ctx, owner[:]).Scan(&stored)
 	if err != nil && err != sql.ErrNoRows {
-		return nil, fmt.Errorf("sqlstore: read usage: %w", err)
+		return nil, none, fmt.Errorf("sqlstore: read usage: %w", err)
 	}
 	if s.cfg.WithinQuota != nil && !s.cfg.WithinQuota(owner, stored+added) {
-		return nil, &protocol.QuotaExceededError{OwnerID: owner}
+		return nil, none, &protocol.QuotaExceededError{OwnerID: owner}
 	}
 	if _, err := tx.ExecContext(ctx, `insert into evolu_owner (owner, stored_bytes) values (?, ?)
 		on conflict (owner) do update set stored_bytes = stored_bytes + excluded.stored_bytes`, owner[:], added); err != nil {
-		return nil, fmt.Errorf("sqlstore: update usage: %w", err)
+		return nil, none, fmt.Errorf("sqlstore: update usage: %w", err)
 	}
-	insTS, err := s.TxStmt(ctx, tx, `insert into evolu_ts (owner, t, fp) values (?, ?, ?)`)
+	ts := make([]protocol.TimestampBytes, len(fresh))
+	fps := make([]protocol.Fingerprint, len(fresh))
+	for i, m := range fresh {
+		ts[i] = m.Timestamp.Bytes()
+		fps[i] = protocol.TimestampFingerprint(ts[i])
+	}
+	err = s.insertRows(ctx, tx, "evolu_change (owner, t, change)", 3, len(fresh), func(i int, args []any) []any {
+		return append(args, owner[:], ts[i][:], fresh[i].Change)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: prepare: %w", err)
+		return nil, none, err
 	}
-	defer insTS.Close()
-	ix := blockEditor{blocks: slices.Clone(x.blocks), touched: map[protocol.TimestampBytes]bool{}}
-	for _, m := range fresh {
-		t := m.Timestamp.Bytes()
-		fp := protocol.TimestampFingerprint(t)
-		if _, err := insTS.ExecContext(ctx, owner[:], t[:], fp[:]); err != nil {
-			return nil, fmt.Errorf("sqlstore: insert timestamp: %w", err)
-		}
-		if err := ix.insert(ctx, tx, owner, t, fp); err != nil {
-			return nil, err
-		}
-		if onNew != nil {
+	err = s.insertRows(ctx, tx, "evolu_ts (owner, t, fp)", 3, len(fresh), func(i int, args []any) []any {
+		return append(args, owner[:], ts[i][:], fps[i][:])
+	})
+	if err != nil {
+		return nil, none, err
+	}
+	ix := blockEditor{blocks: slices.Clone(x.blocks), max: x.max, touched: map[protocol.TimestampBytes]bool{}}
+	for i := range fresh {
+		ix.account(ts[i], fps[i])
+	}
+	if err := ix.splitOversized(ctx, tx, owner); err != nil {
+		return nil, none, err
+	}
+	if onNew != nil {
+		for _, m := range fresh {
 			if err := onNew(ctx, tx, m); err != nil {
-				return nil, err
+				return nil, none, err
 			}
 		}
 	}
 	if err := ix.persist(ctx, s, tx, owner); err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlstore: commit: %w", err)
+		return nil, none, fmt.Errorf("sqlstore: commit: %w", err)
 	}
-	return ix.blocks, nil
+	return ix.blocks, ix.max, nil
+}
+
+// batch is the largest number of rows or values one statement carries.
+const batch = 256
+
+// freshMessages returns the messages whose timestamps the owner does not
+// have yet (the first of any duplicates in msgs) and their change bytes.
+func (s *Store) freshMessages(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, msgs []protocol.EncryptedMessage) ([]protocol.EncryptedMessage, int64, error) {
+	seen := make(map[protocol.TimestampBytes]bool, len(msgs))
+	unique := make([]protocol.EncryptedMessage, 0, len(msgs))
+	for _, m := range msgs {
+		t := m.Timestamp.Bytes()
+		if !seen[t] {
+			seen[t] = true
+			unique = append(unique, m)
+		}
+	}
+	exists := make(map[protocol.TimestampBytes]bool)
+	for from := 0; from < len(unique); from += batch {
+		part := unique[from:min(from+batch, len(unique))]
+		// Pad the list to a power of two with its first value, so a few
+		// prepared statements serve every batch.
+		n := 1
+		for n < len(part) {
+			n *= 2
+		}
+		args := make([]any, 0, n+1)
+		args = append(args, owner[:])
+		for i := range n {
+			t := part[min(i, len(part)-1)].Timestamp.Bytes()
+			args = append(args, t[:])
+		}
+		q := "select t from evolu_ts where owner = ? and t in (?" + strings.Repeat(", ?", n-1) + ")"
+		st, err := s.TxStmt(ctx, tx, q)
+		if err != nil {
+			return nil, 0, err
+		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("sqlstore: existing timestamps: %w", err)
+		}
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				rows.Close()
+				return nil, 0, fmt.Errorf("sqlstore: existing timestamps: %w", err)
+			}
+			var t protocol.TimestampBytes
+			copy(t[:], raw)
+			exists[t] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, 0, fmt.Errorf("sqlstore: existing timestamps: %w", err)
+		}
+	}
+	var fresh []protocol.EncryptedMessage
+	var added int64
+	for _, m := range unique {
+		if !exists[m.Timestamp.Bytes()] {
+			fresh = append(fresh, m)
+			added += int64(len(m.Change))
+		}
+	}
+	return fresh, added, nil
+}
+
+// insertRows inserts n rows of cols values each into table ("name (cols)"),
+// in statements of power-of-two row counts up to batch.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, table string, cols, n int, row func(i int, args []any) []any) error {
+	tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	for i := 0; i < n; {
+		k := batch
+		for k > n-i {
+			k /= 2
+		}
+		q := "insert into " + table + " values " + tuple + strings.Repeat(", "+tuple, k-1)
+		st, err := s.TxStmt(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, k*cols)
+		for j := i; j < i+k; j++ {
+			args = row(j, args)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("sqlstore: insert into %s: %w", table, err)
+		}
+		i += k
+	}
+	return nil
 }
 
 // blockEditor applies inserts to a copy of an owner's blocks and records
 // which block rows to rewrite and delete.
 type blockEditor struct {
 	blocks  []block
+	max     protocol.TimestampBytes          // greatest timestamp (when blocks exist)
 	touched map[protocol.TimestampBytes]bool // starts to upsert
 	deleted []protocol.TimestampBytes        // starts that no longer exist
 }
 
-func (e *blockEditor) insert(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, t protocol.TimestampBytes, fp protocol.Fingerprint) error {
+// account adds t to its block in memory: the block that starts at or
+// before it, or the first block, which then starts at t. Blocks may
+// outgrow maxBlock until splitOversized.
+func (e *blockEditor) account(t protocol.TimestampBytes, fp protocol.Fingerprint) {
 	if len(e.blocks) == 0 {
 		e.blocks = append(e.blocks, block{start: t, n: 1, fp: fp})
 		e.touched[t] = true
-		return nil
+		e.max = t
+		return
+	}
+	if t.Compare(e.max) > 0 {
+		e.max = t
+		// Appending after a full last block starts a new block, so
+		// append-only histories keep full blocks and never read to split.
+		if last := len(e.blocks) - 1; e.blocks[last].n >= maxBlock {
+			e.blocks = append(e.blocks, block{start: t, n: 1, fp: fp})
+			e.touched[t] = true
+			return
+		}
 	}
 	k := sort.Search(len(e.blocks), func(k int) bool { return e.blocks[k].start.Compare(t) > 0 }) - 1
 	if k < 0 {
@@ -143,52 +250,63 @@ func (e *blockEditor) insert(ctx context.Context, tx *sql.Tx, owner protocol.Own
 	b.n++
 	b.fp = b.fp.Xor(fp)
 	e.touched[b.start] = true
-	if b.n <= maxBlock {
-		return nil
-	}
-	return e.split(ctx, tx, owner, k)
 }
 
-// split cuts block k in two halves, reading its timestamps.
-func (e *blockEditor) split(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, k int) error {
-	b := e.blocks[k]
+// splitOversized cuts every block over maxBlock into blocks of about
+// 3/4 maxBlock, reading its rows once. The rows inserted in the
+// transaction are all accounted for, so a block's rows are exactly its n
+// timestamps from its start.
+func (e *blockEditor) splitOversized(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) error {
+	for k := len(e.blocks) - 1; k >= 0; k-- {
+		if e.blocks[k].n <= maxBlock {
+			continue
+		}
+		parts, err := e.split(ctx, tx, owner, e.blocks[k])
+		if err != nil {
+			return err
+		}
+		e.blocks = slices.Replace(e.blocks, k, k+1, parts...)
+		for _, p := range parts {
+			e.touched[p.start] = true
+		}
+	}
+	return nil
+}
+
+func (e *blockEditor) split(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, b block) ([]block, error) {
 	rows, err := tx.QueryContext(ctx, `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], b.start[:], b.n)
 	if err != nil {
-		return fmt.Errorf("sqlstore: split: %w", err)
+		return nil, fmt.Errorf("sqlstore: split: %w", err)
 	}
 	defer rows.Close()
-	half := b.n / 2
-	left := block{start: b.start, n: half}
-	right := block{n: b.n - half}
+	pieces := (b.n + maxBlock*3/4 - 1) / (maxBlock * 3 / 4)
+	size := (b.n + pieces - 1) / pieces
+	var parts []block
 	i := 0
 	var traw, fraw []byte
 	for rows.Next() {
 		if err := rows.Scan(&traw, &fraw); err != nil {
-			return fmt.Errorf("sqlstore: split: %w", err)
+			return nil, fmt.Errorf("sqlstore: split: %w", err)
 		}
+		if i%size == 0 {
+			var start protocol.TimestampBytes
+			copy(start[:], traw)
+			parts = append(parts, block{start: start})
+		}
+		p := &parts[len(parts)-1]
 		var f protocol.Fingerprint
 		copy(f[:], fraw)
-		if i < half {
-			left.fp = left.fp.Xor(f)
-		} else {
-			if i == half {
-				copy(right.start[:], traw)
-			}
-			right.fp = right.fp.Xor(f)
-		}
+		p.n++
+		p.fp = p.fp.Xor(f)
 		i++
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlstore: split: %w", err)
+		return nil, fmt.Errorf("sqlstore: split: %w", err)
 	}
 	if i != b.n {
-		return fmt.Errorf("sqlstore: split: block of %d has %d rows", b.n, i)
+		return nil, fmt.Errorf("sqlstore: split: block of %d has %d rows", b.n, i)
 	}
-	e.blocks[k] = left
-	e.blocks = slices.Insert(e.blocks, k+1, right)
-	e.touched[left.start] = true
-	e.touched[right.start] = true
-	return nil
+	return parts, nil
 }
 
 func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID) error {
