@@ -31,6 +31,7 @@ func Run(t *testing.T, h Harness) {
 		{"NotEnvelopes", testNotEnvelopes},
 		{"Watch", testWatch},
 		{"PublishOnce", testPublishOnce},
+		{"RandomHistory", testRandomHistory},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
