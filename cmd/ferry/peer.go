@@ -190,7 +190,9 @@ func (o *peerRun) serve(ctx context.Context, kv *engine.KV, self transport.Key, 
 			if err != nil {
 				continue
 			}
-			conn, err := transport.Accept(ctx, c, self, func(p []byte) bool { return transport.KeyID(p) == want })
+			hctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a silent client must not hold the listener
+			conn, err := transport.Accept(hctx, c, self, func(p []byte) bool { return transport.KeyID(p) == want })
+			cancel()
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "ferry peer:", err)
 				continue

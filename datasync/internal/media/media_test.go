@@ -162,3 +162,20 @@ func FuzzReceiver(f *testing.F) {
 		_ = r.Handle(a)
 	})
 }
+
+// A peer opening transfers it never finishes cannot grow the receiver past
+// MaxTracked transfers.
+func TestTrackedTransfersBounded(t *testing.T) {
+	r := &Receiver{}
+	for i := range 3 * MaxTracked {
+		var id ID
+		id[0], id[1] = byte(i), byte(i>>8)
+		_ = r.Handle(Chunk{ID: id, Index: 1, Body: make([]byte, 100)}.Marshal())
+	}
+	if len(r.rx) > MaxTracked {
+		t.Fatalf("%d transfers tracked", len(r.rx))
+	}
+	if r.Released != 2*MaxTracked*100 {
+		t.Fatalf("released %d", r.Released)
+	}
+}

@@ -15,6 +15,12 @@ const DefaultMaxTotal = 100_000_000
 // 0 arrives and it can be judged.
 const DefaultMaxEarly = 4 * ChunkSize
 
+// MaxTracked bounds the transfers one Receiver tracks (open or refused).
+// Past it, the least recently active transfer is forgotten and its buffers
+// released, so a peer cannot grow the receiver without bound by opening
+// transfers it never finishes.
+const MaxTracked = 256
+
 // Reasons a receiver refuses a transfer.
 var (
 	ErrUnrequested      = errors.New("datasync/media: no outstanding request for these bytes")
@@ -40,8 +46,9 @@ type Receiver struct {
 	MaxTotal uint64 // zero means DefaultMaxTotal
 	MaxEarly int    // zero means DefaultMaxEarly
 
-	mu sync.Mutex
-	rx map[ID]*incoming
+	mu  sync.Mutex
+	rx  map[ID]*incoming
+	seq uint64
 	// Refusals counts refused transfers; Released the bytes buffered
 	// before chunk 0 and released when it refused the transfer; Dropped the
 	// bytes never buffered (chunks of refused transfers, and early chunks
@@ -56,6 +63,7 @@ type incoming struct {
 	purpose    *Purpose
 	parts      map[uint64][]byte
 	have       uint64
+	last       uint64 // r.seq at the last chunk
 }
 
 // Handle takes one chunk. It returns the error that refused the transfer,
@@ -71,9 +79,14 @@ func (r *Receiver) Handle(b []byte) error {
 	}
 	in := r.rx[c.ID]
 	if in == nil {
+		if len(r.rx) >= MaxTracked {
+			r.evict()
+		}
 		in = &incoming{parts: map[uint64][]byte{}}
 		r.rx[c.ID] = in
 	}
+	r.seq++
+	in.last = r.seq
 	if in.refused {
 		r.Dropped += len(c.Body)
 		r.mu.Unlock()
@@ -98,12 +111,27 @@ func (r *Receiver) Handle(b []byte) error {
 	return err
 }
 
+// evict forgets the least recently active transfer.
+func (r *Receiver) evict() {
+	var oldest ID
+	at := ^uint64(0)
+	for id, in := range r.rx {
+		if in.last < at {
+			oldest, at = id, in.last
+		}
+	}
+	for _, p := range r.rx[oldest].parts {
+		r.Released += len(p)
+	}
+	delete(r.rx, oldest)
+}
+
 func (r *Receiver) refuse(in *incoming) {
 	r.Refusals++
 	for _, p := range in.parts {
 		r.Released += len(p)
 	}
-	*in = incoming{refused: true}
+	*in = incoming{refused: true, last: in.last}
 }
 
 // identify judges a transfer at chunk 0. A repeat of chunk 0 must name the
