@@ -64,9 +64,9 @@
 //     the optional flush: exchange.TestFlushOnce.
 //   - answers are not trimmed to the names the inbound frame carried:
 //     exchange.TestSplitOffersAndUntrimmedAnswers.
-//   - deletion is not represented: a document missing on one side is
-//     recreated by the rules above (exchange.TestPartialOfferNoInference's
-//     complete case).
+//   - deletion is not represented: a document dropped on one side
+//     (engine.KV.Drop) is recreated and refilled by the rules above;
+//     exchange.TestDroppedDocumentComesBack.
 //
 // §Bounds
 //   - at most 1,024 documents on peers' say-so, none for local creation:

@@ -226,3 +226,13 @@ func (k *KV) Values(doc string) map[string]string {
 	}
 	return out
 }
+
+// Drop removes a document locally. Deletion has no representation in
+// data-sync-v1: a peer that still holds the document offers it again and it
+// comes back, refilled (§Exchange). Empty a document instead to remove its
+// content from every replica.
+func (k *KV) Drop(doc string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.docs, doc)
+}

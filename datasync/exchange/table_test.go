@@ -349,3 +349,22 @@ func TestFlushOnce(t *testing.T) {
 		t.Fatalf("flushed twice: %s", kinds(outs))
 	}
 }
+
+// §Exchange: deletion is not represented; a document dropped on one side is
+// recreated and refilled by the next exchange with a peer that holds it.
+func TestDroppedDocumentComesBack(t *testing.T) {
+	c := newCluster(t, 1, "a", "b")
+	a, b := c.reps["a"], c.reps["b"]
+	_ = a.kv.Set("d", "k", []byte("v"))
+	c.send(a, a.sess["b"].Offer())
+	c.pump(100)
+	a.kv.Drop("d")
+	c.send(b, b.sess["a"].Offer())
+	c.pump(100)
+	if v, ok := a.kv.Get("d", "k"); !ok || string(v) != "v" {
+		t.Fatal("dropped document did not come back")
+	}
+	if err := c.converged(); err != nil {
+		t.Fatal(err)
+	}
+}
