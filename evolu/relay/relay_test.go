@@ -212,3 +212,30 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("client saw %v, want close 1001", err)
 	}
 }
+
+func TestIsOwnerAllowed(t *testing.T) {
+	allowed := testOwner(4)
+	_, url := startRelay(t, relay.Config{IsOwnerAllowed: func(_ context.Context, o protocol.OwnerID) (bool, error) {
+		return o == allowed.ID, nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		url    string
+		status int
+	}{
+		{url + "?ownerId=nope", 400},
+		{url, 400},
+		{url + "?ownerId=" + testOwner(5).ID.String(), 401},
+	} {
+		_, resp, err := websocket.Dial(ctx, c.url, nil)
+		if err == nil || resp == nil || resp.StatusCode != c.status {
+			t.Errorf("%s: %v, want HTTP %d", c.url, err, c.status)
+		}
+	}
+	ws := dial(t, url, allowed.ID)
+	req, _ := protocol.NewMessageBuffer(allowed.ID, protocol.BufferOptions{Type: protocol.Request}).Bytes()
+	if m, err := protocol.Decode(roundTrip(t, ws, req)); err != nil || m.Type != protocol.Response {
+		t.Fatalf("allowed owner: %v", err)
+	}
+}
