@@ -162,6 +162,7 @@ const (
 	Failed
 )
 
+// String names the outcome as the TS result type does.
 func (o ClientOutcome) String() string {
 	return [...]string{"Converged", "Response", "Broadcast", "Readonly", "Failed"}[o]
 }

@@ -15,6 +15,7 @@ type InvalidDataError struct {
 	Err  error
 }
 
+// Error implements error.
 func (e *InvalidDataError) Error() string {
 	return fmt.Sprintf("evolu: ProtocolInvalidDataError: %v (%d bytes)", e.Err, len(e.Data))
 }
@@ -35,6 +36,7 @@ type VersionError struct {
 	IsInitiator bool
 }
 
+// Error implements error.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("evolu: ProtocolVersionError: owner %s: peer version %d, ours %d", e.OwnerID, e.Version, Version)
 }
@@ -47,6 +49,7 @@ type ResponseError struct {
 	Code    ErrorCode
 }
 
+// Error implements error.
 func (e *ResponseError) Error() string {
 	return fmt.Sprintf("evolu: %s: owner %s", e.Code, e.OwnerID)
 }
@@ -74,6 +77,7 @@ type TimestampMismatchError struct {
 	Expected, Timestamp Timestamp
 }
 
+// Error implements error.
 func (e *TimestampMismatchError) Error() string {
 	return fmt.Sprintf("evolu: ProtocolTimestampMismatchError: expected %s, got %s", e.Expected, e.Timestamp)
 }
@@ -86,6 +90,7 @@ type ChangeTooLargeError struct {
 	Size      int
 }
 
+// Error implements error.
 func (e *ChangeTooLargeError) Error() string {
 	return fmt.Sprintf("evolu: ProtocolChangeTooLargeError: owner %s: change %s of %d bytes skipped", e.OwnerID, e.Timestamp, e.Size)
 }
@@ -97,6 +102,7 @@ type QuotaExceededError struct {
 	OwnerID OwnerID
 }
 
+// Error implements error.
 func (e *QuotaExceededError) Error() string {
 	return fmt.Sprintf("evolu: StorageQuotaError: owner %s", e.OwnerID)
 }
