@@ -24,16 +24,14 @@ const (
 	OfferDocs = 128
 )
 
-// Reasons a document cannot replicate, carried by a [Report].
+// Reasons a document cannot replicate, carried by a [Report]. A document
+// over the frame budget is reported with frame.ErrOverBudget.
 var (
-	ErrCeiling     = errors.New("datasync/exchange: peer-named document ceiling reached")
-	ErrTooLarge    = errors.New("datasync/exchange: document does not fit a frame and cannot take the media path")
-	ErrUnreadable  = errors.New("datasync/exchange: peer sent bytes the engine cannot read")
-	ErrRefused     = errors.New("datasync/exchange: snapshot refused: replicas forked below a compaction")
-	ErrEngine      = errors.New("datasync/exchange: local engine failure")
-	ErrGroupFetch  = errors.New("datasync/exchange: attachments cannot be fetched in a group space in this version")
-	ErrOverBudget  = frame.ErrOverBudget
-	ErrNoSuchAsked = errors.New("datasync/exchange: no such document")
+	ErrCeiling    = errors.New("datasync/exchange: peer-named document ceiling reached")
+	ErrTooLarge   = errors.New("datasync/exchange: document does not fit a frame and cannot take the media path")
+	ErrUnreadable = errors.New("datasync/exchange: peer sent bytes the engine cannot read")
+	ErrRefused    = errors.New("datasync/exchange: snapshot refused: replicas forked below a compaction")
+	ErrEngine     = errors.New("datasync/exchange: local engine failure")
 )
 
 // Report tells the application that a document is not replicating with a
