@@ -1,0 +1,318 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+// The protocol.Storage queries, answered from the block index.
+
+func checkRange(begin, end, size int) error {
+	if begin < 0 || begin > end || end > size {
+		return fmt.Errorf("sqlstore: invalid range [%d, %d) of %d", begin, end, size)
+	}
+	return nil
+}
+
+// Size implements protocol.Storage.
+func (s *Store) Size(ctx context.Context, owner protocol.OwnerID) (int, error) {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	defer x.mu.Unlock()
+	return x.size(), nil
+}
+
+// prefixFP is the XOR of the fingerprints of timestamps [0, i).
+func (s *Store) prefixFP(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, i int) (protocol.Fingerprint, error) {
+	var fp protocol.Fingerprint
+	if i == 0 {
+		return fp, nil
+	}
+	k, off := x.locate(i)
+	b := x.blocks[k]
+	switch {
+	case off == 0:
+		return x.prefixFP[k], nil
+	case off == b.n:
+		return x.prefixFP[k+1], nil
+	case off <= b.n/2:
+		part, err := s.xorRows(ctx, `select fp from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], b.start[:], off)
+		return x.prefixFP[k].Xor(part), err
+	case k+1 < len(x.blocks):
+		// Fewer rows from the block's end: XOR them out of the block.
+		part, err := s.xorRows(ctx, `select fp from evolu_ts where owner = ? and t >= ? and t < ? order by t desc limit ?`,
+			owner[:], b.start[:], x.blocks[k+1].start[:], b.n-off)
+		return x.prefixFP[k+1].Xor(part), err
+	default:
+		part, err := s.xorRows(ctx, `select fp from evolu_ts where owner = ? and t >= ? order by t desc limit ?`, owner[:], b.start[:], b.n-off)
+		return x.prefixFP[k+1].Xor(part), err
+	}
+}
+
+func (s *Store) xorRows(ctx context.Context, q string, args ...any) (protocol.Fingerprint, error) {
+	var acc protocol.Fingerprint
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return acc, fmt.Errorf("sqlstore: fingerprint: %w", err)
+	}
+	defer rows.Close()
+	var fp []byte
+	for rows.Next() {
+		if err := rows.Scan(&fp); err != nil {
+			return acc, fmt.Errorf("sqlstore: fingerprint: %w", err)
+		}
+		var f protocol.Fingerprint
+		copy(f[:], fp)
+		acc = acc.Xor(f)
+	}
+	return acc, rows.Err()
+}
+
+// Fingerprint implements protocol.Storage.
+func (s *Store) Fingerprint(ctx context.Context, owner protocol.OwnerID, begin, end int) (protocol.Fingerprint, error) {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return protocol.Fingerprint{}, err
+	}
+	defer x.mu.Unlock()
+	return s.fingerprint(ctx, owner, x, begin, end)
+}
+
+func (s *Store) fingerprint(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, begin, end int) (protocol.Fingerprint, error) {
+	if err := checkRange(begin, end, x.size()); err != nil {
+		return protocol.Fingerprint{}, err
+	}
+	if begin == end {
+		return protocol.Fingerprint{}, nil
+	}
+	a, err := s.prefixFP(ctx, owner, x, begin)
+	if err != nil {
+		return a, err
+	}
+	b, err := s.prefixFP(ctx, owner, x, end)
+	return a.Xor(b), err
+}
+
+// timestampAt reads the timestamp at index i < size.
+func (s *Store) timestampAt(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, i int) (protocol.TimestampBytes, error) {
+	var t protocol.TimestampBytes
+	k, off := x.locate(i)
+	var raw []byte
+	err := s.scanRow(ctx, `select t from evolu_ts where owner = ? and t >= ? order by t limit 1 offset ?`, []any{owner[:], x.blocks[k].start[:], off}, &raw)
+	if err != nil {
+		return t, fmt.Errorf("sqlstore: timestamp at %d: %w", i, err)
+	}
+	copy(t[:], raw)
+	return t, nil
+}
+
+// FingerprintRanges implements protocol.Storage.
+func (s *Store) FingerprintRanges(ctx context.Context, owner protocol.OwnerID, buckets []int, ub protocol.UpperBound) ([]protocol.Range, error) {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer x.mu.Unlock()
+	rs := make([]protocol.Range, len(buckets))
+	prev := 0
+	prevFP := protocol.Fingerprint{}
+	for i, b := range buckets {
+		if err := checkRange(prev, b, x.size()); err != nil {
+			return nil, err
+		}
+		fp, err := s.prefixFP(ctx, owner, x, b)
+		if err != nil {
+			return nil, err
+		}
+		rs[i] = protocol.Range{Type: protocol.RangeFingerprint, Fingerprint: prevFP.Xor(fp), UpperBound: ub}
+		if i < len(buckets)-1 {
+			if b >= x.size() {
+				return nil, fmt.Errorf("sqlstore: bucket %d beyond %d", b, x.size())
+			}
+			t, err := s.timestampAt(ctx, owner, x, b)
+			if err != nil {
+				return nil, err
+			}
+			rs[i].UpperBound = protocol.BoundAt(t)
+		}
+		prev, prevFP = b, fp
+	}
+	return rs, nil
+}
+
+// FindLowerBound implements protocol.Storage.
+func (s *Store) FindLowerBound(ctx context.Context, owner protocol.OwnerID, begin, end int, ub protocol.UpperBound) (int, error) {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	defer x.mu.Unlock()
+	if err := checkRange(begin, end, x.size()); err != nil {
+		return 0, err
+	}
+	if end == 0 || begin == end || ub.Infinite {
+		return end, nil
+	}
+	// The last block starting before ub holds the first timestamp >= ub,
+	// or that timestamp starts the next block.
+	k := sort.Search(len(x.blocks), func(k int) bool { return x.blocks[k].start.Compare(ub.Timestamp) >= 0 }) - 1
+	if k < 0 {
+		return 0, nil
+	}
+	var n int
+	err = s.scanRow(ctx, `select count(*) from (select 1 from evolu_ts where owner = ? and t >= ? and t < ? limit ?)`, []any{owner[:], x.blocks[k].start[:], ub.Timestamp[:], x.blocks[k].n}, &n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: lower bound: %w", err)
+	}
+	return min(x.prefixN[k]+n, end), nil
+}
+
+// Iterate implements protocol.Storage. It reads in chunks and calls fn
+// without holding a database cursor.
+func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end int, fn func(protocol.TimestampBytes, int) bool) error {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(begin, end, x.size()); err != nil {
+		x.mu.Unlock()
+		return err
+	}
+	if begin == end {
+		x.mu.Unlock()
+		return nil
+	}
+	k, off := x.locate(begin)
+	from := x.blocks[k].start
+	x.mu.Unlock()
+	index := begin
+	first := true
+	for index < end {
+		var q string
+		var args []any
+		n := min(chunk, end-index)
+		if first {
+			q, args = `select t from evolu_ts where owner = ? and t >= ? order by t limit ? offset ?`, []any{owner[:], from[:], n, off}
+		} else {
+			q, args = `select t from evolu_ts where owner = ? and t > ? order by t limit ?`, []any{owner[:], from[:], n}
+		}
+		ts, err := s.readTimestamps(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		if len(ts) == 0 {
+			return fmt.Errorf("sqlstore: iterate: index %d missing", index)
+		}
+		for _, t := range ts {
+			if !fn(t, index) {
+				return nil
+			}
+			index++
+		}
+		from, first = ts[len(ts)-1], false
+	}
+	return nil
+}
+
+func (s *Store) readTimestamps(ctx context.Context, q string, args ...any) ([]protocol.TimestampBytes, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: iterate: %w", err)
+	}
+	defer rows.Close()
+	var out []protocol.TimestampBytes
+	var raw []byte
+	for rows.Next() {
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("sqlstore: iterate: %w", err)
+		}
+		var t protocol.TimestampBytes
+		copy(t[:], raw)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// ReadChange implements protocol.Storage.
+func (s *Store) ReadChange(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) ([]byte, error) {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer x.mu.Unlock()
+	if c, ok := x.ahead[t]; ok {
+		delete(x.ahead, t)
+		return c, nil
+	}
+	ahead, err := s.readAhead(ctx, owner, t)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: read change %s: %w", t.Timestamp(), err)
+	}
+	c, ok := ahead[t]
+	if !ok {
+		return nil, fmt.Errorf("sqlstore: read change %s: %w", t.Timestamp(), sql.ErrNoRows)
+	}
+	delete(ahead, t)
+	x.ahead = ahead
+	return c, nil
+}
+
+// Read-ahead bounds: at most aheadRows changes and aheadBytes bytes (but
+// always the requested one).
+const (
+	aheadRows  = 64
+	aheadBytes = 1 << 20
+)
+
+// readAhead reads the change of t and those of the timestamps after it.
+func (s *Store) readAhead(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) (map[protocol.TimestampBytes][]byte, error) {
+	// Sizes first (SQLite reads a blob's length from the record header), so
+	// a run of huge changes is not loaded only to be dropped.
+	rows, err := s.query(ctx, `select length(change) from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], t[:], aheadRows)
+	if err != nil {
+		return nil, err
+	}
+	n, total := 0, 0
+	for rows.Next() {
+		var l int
+		if err := rows.Scan(&l); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if n > 0 && total+l > aheadBytes {
+			break
+		}
+		n++
+		total += l
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[protocol.TimestampBytes][]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	rows, err = s.query(ctx, `select t, change from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], t[:], n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var traw, c []byte
+		if err := rows.Scan(&traw, &c); err != nil {
+			return nil, err
+		}
+		var k protocol.TimestampBytes
+		copy(k[:], traw)
+		out[k] = c
+	}
+	return out, rows.Err()
+}
+
