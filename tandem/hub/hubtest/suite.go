@@ -196,6 +196,13 @@ func testBadInput(t *testing.T, h Harness) {
 	if c := changesT(t, st, nil); len(c.Added) != 0 {
 		t.Fatalf("rejected appends left messages: %+v", c)
 	}
+	// An id the store never gave out is simply not found.
+	if b := fetchOne(t, st, "no-such-id"); !errors.Is(b.Err, hub.ErrNotFound) {
+		t.Errorf("Fetch of an unknown id: %v, want ErrNotFound", b.Err)
+	}
+	if err := st.Destroy(ctxT(t), []hub.ID{"no-such-id"}); err != nil {
+		t.Errorf("Destroy of an unknown id: %v", err)
+	}
 }
 
 func testDestroy(t *testing.T, h Harness) {

@@ -70,7 +70,15 @@ func TestBothRemovalPaths(t *testing.T) {
 	if !sel.vanished.contains(uid) || sel.vanished.count() != 1 {
 		t.Fatalf("VANISHED (EARLIER) = %v, want UID %d", sel.vanished, uid)
 	}
-	for name, s := range map[string]*Store{"QRESYNC": q, "SEARCH ALL": p} {
+	// The same QRESYNC server with the client told not to use it.
+	ncfg := qcfg
+	ncfg.DisableQRESYNC = true
+	n := openT(t, ncfg)
+	defer n.Close()
+	if n.c.qresync {
+		t.Fatal("DisableQRESYNC: QRESYNC enabled anyway")
+	}
+	for name, s := range map[string]*Store{"QRESYNC": q, "SEARCH ALL": p, "DisableQRESYNC": n} {
 		c := must[hub.Changes](t)(s.Changes(ctx, c0.Cursor))
 		if len(c.Added) != 0 || !slices.Equal(c.Removed, added[1:2]) {
 			t.Errorf("%s path: %+v, want removed %v", name, c, added[1:2])
