@@ -485,6 +485,28 @@ func testWatch(t *testing.T, h Harness) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Watch did not return after its context ended")
 	}
+
+	// Close ends a Watch in progress.
+	c := open(t, h)
+	listening := make(chan struct{}, 64)
+	ended := make(chan error, 1)
+	go func() { ended <- c.Watch(ctxT(t), func() { listening <- struct{}{} }) }()
+	select {
+	case <-listening:
+	case err := <-ended:
+		t.Fatalf("Watch ended before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch did not start listening")
+	}
+	c.Close()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("Watch returned nil after Close")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch did not return after Close")
+	}
 }
 
 func drain(c chan struct{}) {
