@@ -127,6 +127,7 @@ type ProtocolError struct {
 	Err error  // an underlying error, if any
 }
 
+// Error implements error.
 func (e *ProtocolError) Error() string {
 	s := fmt.Sprintf("hub: %s: bad server answer: %s", e.Op, e.Msg)
 	if e.Err != nil {
