@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,10 +58,13 @@ type Server struct {
 	log   *slog.Logger
 	store *sqlstore.Store
 
-	mu     sync.Mutex
-	subs   map[protocol.OwnerID]map[*conn]struct{}
-	conns  map[*conn]struct{}
-	owners map[protocol.OwnerID]*sync.Mutex
+	mu    sync.Mutex
+	subs  map[protocol.OwnerID]map[*conn]struct{}
+	conns map[*conn]struct{}
+	// locks serialize the requests of one owner: an owner always maps to
+	// the same stripe, so memory stays bounded however many owners come.
+	locks [256]sync.Mutex
+	seed  maphash.Seed
 
 	wg sync.WaitGroup // connection goroutines
 }
@@ -96,9 +100,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	return &Server{
 		cfg: cfg, log: log, store: st,
-		subs:   make(map[protocol.OwnerID]map[*conn]struct{}),
-		conns:  make(map[*conn]struct{}),
-		owners: make(map[protocol.OwnerID]*sync.Mutex),
+		subs:  make(map[protocol.OwnerID]map[*conn]struct{}),
+		conns: make(map[*conn]struct{}),
+		seed:  maphash.MakeSeed(),
 	}, nil
 }
 
@@ -109,14 +113,7 @@ func (s *Server) Storage() protocol.RelayStorage { return s.store }
 func (s *Server) Close() error { return s.store.Close() }
 
 func (s *Server) ownerLock(o protocol.OwnerID) *sync.Mutex {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.owners[o]
-	if m == nil {
-		m = new(sync.Mutex)
-		s.owners[o] = m
-	}
-	return m
+	return &s.locks[maphash.Bytes(s.seed, o[:])%uint64(len(s.locks))]
 }
 
 // apply answers one request as a relay, for the connection c (nil when

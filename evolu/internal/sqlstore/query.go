@@ -315,4 +315,3 @@ func (s *Store) readAhead(ctx context.Context, owner protocol.OwnerID, t protoco
 	}
 	return out, rows.Err()
 }
-

@@ -78,6 +78,8 @@ type Store struct {
 	mu     sync.Mutex
 	owners map[protocol.OwnerID]*ownerIndex
 	stmts  map[string]*sql.Stmt
+	// maxOwners overrides maxCachedOwners in tests.
+	maxOwners int
 }
 
 // Open opens (creating if needed) the SQLite database at path. extraSchema
@@ -187,6 +189,35 @@ type ownerIndex struct {
 	ahead map[protocol.TimestampBytes][]byte
 	// max is the owner's greatest timestamp (valid when size() > 0).
 	max protocol.TimestampBytes
+	// evicted is set, under mu, when the index left Store.owners.
+	evicted bool
+}
+
+// maxCachedOwners bounds how many owners' indexes stay in memory.
+const maxCachedOwners = 10_000
+
+// evictLocked drops idle indexes (other than keep) once more than
+// maxCachedOwners are cached, down to 90% of it; they are reloaded from
+// evolu_block when needed. s.mu is held.
+func (s *Store) evictLocked(keep *ownerIndex) {
+	limit := s.maxOwners
+	if limit == 0 {
+		limit = maxCachedOwners
+	}
+	if len(s.owners) <= limit {
+		return
+	}
+	for o, x := range s.owners {
+		if len(s.owners) <= limit*9/10 {
+			return
+		}
+		if x == keep || !x.mu.TryLock() {
+			continue
+		}
+		x.evicted = true
+		delete(s.owners, o)
+		x.mu.Unlock()
+	}
 }
 
 func (x *ownerIndex) rebuild() {
@@ -212,14 +243,22 @@ func (x *ownerIndex) locate(i int) (int, int) {
 
 // index returns the loaded index of owner, locked; the caller unlocks.
 func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex, error) {
-	s.mu.Lock()
-	x := s.owners[owner]
-	if x == nil {
-		x = &ownerIndex{}
-		s.owners[owner] = x
+	var x *ownerIndex
+	for {
+		s.mu.Lock()
+		x = s.owners[owner]
+		if x == nil {
+			x = &ownerIndex{}
+			s.owners[owner] = x
+			s.evictLocked(x)
+		}
+		s.mu.Unlock()
+		x.mu.Lock()
+		if !x.evicted {
+			break
+		}
+		x.mu.Unlock() // evicted between lookup and lock: look up again
 	}
-	s.mu.Unlock()
-	x.mu.Lock()
 	if x.loaded {
 		return x, nil
 	}
@@ -257,4 +296,3 @@ func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex,
 	x.loaded = true
 	return x, nil
 }
-

@@ -206,3 +206,29 @@ func TestPropertyConvergenceSQLite(t *testing.T) {
 		})
 	}
 }
+
+// TestEvictedIndexesReload: with room for few owner indexes, many owners
+// still answer correctly (their indexes are reloaded from evolu_block).
+func TestEvictedIndexesReload(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Config{})
+	s.maxOwners = 5
+	mem := protocol.NewMemoryStorage()
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 3 {
+		for i := range 20 {
+			o := protocol.OwnerID{byte(i)}
+			batch := randomBatch(r, 50+r.IntN(200))
+			if err := s.WriteMessages(ctx, o, batch); err != nil {
+				t.Fatal(err)
+			}
+			_ = mem.WriteMessages(ctx, o, batch)
+		}
+	}
+	if len(s.owners) > 5 {
+		t.Fatalf("%d indexes cached", len(s.owners))
+	}
+	for i := range 20 {
+		compare(t, ctx, r, s, mem, protocol.OwnerID{byte(i)})
+	}
+}
