@@ -59,7 +59,9 @@ func (s *Session) answer(f frame.Frame) []Out {
 		}
 		return s.snapshot(f.Doc)
 	case frame.KindNeedBlob:
-		if s.blobs == nil || s.group != nil {
+		// Attachment carriage is 1:1 and only toward a peer with entry 3:
+		// the bytes must never reach a peer that would show them as a file.
+		if s.blobs == nil || s.group != nil || !s.caps.Has(frame.EntryMedia) {
 			return nil
 		}
 		var outs []Out

@@ -1,13 +1,16 @@
 package exchange
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/media"
 )
 
 func mustVersion(t testing.TB, r *replica, doc string) []byte {
@@ -366,5 +369,48 @@ func TestDroppedDocumentComesBack(t *testing.T) {
 	}
 	if err := c.converged(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Rows: need_blob → the bytes over the media path, or one blob_gone, or
+// nothing; blob_gone → nothing.
+func TestTableBlobFrames(t *testing.T) {
+	a, _ := pair(t)
+	store := &attach.MemStore{}
+	fetch := &attach.Fetcher{Store: store, Version: engine.KVEncoding.V}
+	sent := 0
+	hold := &attach.Holder{Store: store, Version: engine.KVEncoding.V,
+		Send: func(context.Context, string, media.Purpose, []byte) error { sent++; return nil }}
+	s := NewSession(a.sp, "b", Options{Caps: kvCaps, Blobs: &attach.Carriage{Fetcher: fetch, Holder: hold}})
+	missing := attach.Hash([]byte("missing"))
+	outs := s.Receive(wire(t, frame.Frame{Kind: frame.KindNeedBlob, Hash: missing}))
+	if got := kinds(outs); got != "[blob_gone]" || outs[0].Frame.Hash != missing || outs[0].To != "b" {
+		t.Fatalf("need_blob for a blob not held: %s", got)
+	}
+	held := []byte("held")
+	_ = store.Put(attach.Hash(held), held)
+	if outs := s.Receive(wire(t, frame.Frame{Kind: frame.KindNeedBlob, Hash: attach.Hash(held)})); len(outs) != 0 {
+		t.Fatalf("need_blob for a held blob answered with frames: %s", kinds(outs))
+	}
+	hold.Wait()
+	if sent != 1 {
+		t.Fatalf("%d transfers", sent)
+	}
+	_, _ = fetch.Fetch(missing)
+	if outs := s.Receive(wire(t, frame.Frame{Kind: frame.KindBlobGone, Hash: missing})); len(outs) != 0 {
+		t.Fatalf("blob_gone answered: %s", kinds(outs))
+	}
+	if !errors.Is(fetch.Status(missing), attach.ErrGone) {
+		t.Fatal("blob_gone did not reach the fetcher")
+	}
+	// A peer without entry 3 is sent no blob_gone.
+	noMedia := NewSession(a.sp, "c", Options{Caps: frame.Caps{engine.KVEncoding.Entry}, Blobs: &attach.Carriage{Fetcher: fetch, Holder: hold}})
+	if outs := noMedia.Receive(wire(t, frame.Frame{Kind: frame.KindNeedBlob, Hash: attach.Hash([]byte("y"))})); len(outs) != 0 {
+		t.Fatal("blob_gone sent to a peer without entry 3")
+	}
+	noMedia.Receive(wire(t, frame.Frame{Kind: frame.KindNeedBlob, Hash: attach.Hash(held)}))
+	hold.Wait()
+	if sent != 1 {
+		t.Fatal("bytes sent over the media path to a peer without entry 3")
 	}
 }
