@@ -11,10 +11,10 @@ import (
 	"testing"
 )
 
-// TestPeerChild is the child process of TestPeerTwoProcesses: it runs the
+// TestHelperPeerProcess is the helper process of TestPeerTwoProcesses (the os/exec pattern): it runs the
 // ferry command line given in FERRY_PEER_ARGS. Run on its own it does
 // nothing but check that the variable is absent.
-func TestPeerChild(t *testing.T) {
+func TestHelperPeerProcess(t *testing.T) {
 	args := os.Getenv("FERRY_PEER_ARGS")
 	if args == "" {
 		return
@@ -48,7 +48,7 @@ func TestPeerTwoProcesses(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	child := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
-		c := exec.Command(os.Args[0], "-test.run=^TestPeerChild$", "-test.count=1")
+		c := exec.Command(os.Args[0], "-test.run=^TestHelperPeerProcess$", "-test.count=1")
 		c.Env = append(os.Environ(), "FERRY_PEER_ARGS="+strings.Join(args, "\x1f"))
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
