@@ -117,22 +117,20 @@ func (s *Store) Destroy(ctx context.Context, ids []hub.ID) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.conn(ctx)
-	if err != nil {
-		return err
-	}
-	sel, err := c.selectFolder(ctx, s.mailbox, nil)
-	if err != nil {
-		return err
-	}
-	// Ids of another UIDVALIDITY are gone already.
-	for _, set := range batches(setOf(byValidity[sel.uidValidity])) {
-		if err := c.cmd(ctx, "destroy", "UID STORE "+set.String()+` +FLAGS.SILENT (\Deleted)`, nil); err != nil {
+	return s.run(ctx, func(c *conn) error {
+		sel, err := c.selectFolder(ctx, s.mailbox, nil)
+		if err != nil {
 			return err
 		}
-		if err := c.cmd(ctx, "destroy", "UID EXPUNGE "+set.String(), nil); err != nil {
-			return err
+		// Ids of another UIDVALIDITY are gone already.
+		for _, set := range batches(setOf(byValidity[sel.uidValidity])) {
+			if err := c.cmd(ctx, "destroy", "UID STORE "+set.String()+` +FLAGS.SILENT (\Deleted)`, nil); err != nil {
+				return err
+			}
+			if err := c.cmd(ctx, "destroy", "UID EXPUNGE "+set.String(), nil); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -292,3 +292,62 @@ func TestQRESYNCLongKnownSet(t *testing.T) {
 		t.Errorf("SELECT line %q; want the known UIDs", selectLine())
 	}
 }
+
+// TestReconnectAfterIdleLogout: a server that logged the idle connection
+// out (BYE, close) costs a retry on a fresh connection, not an error, for
+// every idempotent operation.
+func TestReconnectAfterIdleLogout(t *testing.T) {
+	f := newFake(t)
+	ch := hubtest.Channel(1)
+	env := hubtest.Envelope(70)
+	uid := f.add(built(t, ch, env))
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ops := map[string]func() error{
+		"EnsureFolder": func() error { return s.EnsureFolder(ctx5(t)) },
+		"Changes": func() error {
+			c, err := s.Changes(ctx5(t), nil)
+			if err == nil && len(c.Added) != 1 {
+				err = fmt.Errorf("added %v", c.Added)
+			}
+			return err
+		},
+		"Fetch": func() error {
+			b, err := s.Fetch(ctx5(t), []hub.ID{makeID(7, uid)})
+			if err == nil && !bytes.Equal(b[0].Envelope, env) {
+				err = fmt.Errorf("body %+v", b[0])
+			}
+			return err
+		},
+		"Destroy": func() error { return s.Destroy(ctx5(t), []hub.ID{makeID(7, 999)}) },
+	}
+	for name, op := range ops {
+		time.Sleep(20 * time.Millisecond) // let the fake register the connection
+		f.mu.Lock()
+		before := f.dials
+		f.mu.Unlock()
+		f.dropAll()
+		if err := op(); err != nil {
+			t.Errorf("%s after an idle logout: %v", name, err)
+		}
+		f.mu.Lock()
+		if f.dials != before+1 {
+			t.Errorf("%s: %d new connections, want 1", name, f.dials-before)
+		}
+		f.mu.Unlock()
+	}
+	// A connection that fails on its first use is not retried.
+	f.setHook(func(line string) (string, bool, bool) {
+		if strings.HasPrefix(line, "SELECT") {
+			return "", true, true
+		}
+		return "", false, false
+	})
+	f.dropAll()
+	if _, err := s.Changes(ctx5(t), nil); err == nil {
+		t.Fatal("Changes succeeded on a server that always hangs up")
+	}
+}

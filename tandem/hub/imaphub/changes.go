@@ -114,15 +114,21 @@ func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.conn(ctx)
-	if err != nil {
-		return hub.Changes{}, err
-	}
+	var out hub.Changes
+	err := s.run(ctx, func(c *conn) error {
+		var err error
+		out, err = c.changes(ctx, s.mailbox, since, cur)
+		return err
+	})
+	return out, err
+}
+
+func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cur cursor) (hub.Changes, error) {
 	var qr *cursor
 	if since != nil && c.qresync && cur.modSeq > 0 {
 		qr = &cur
 	}
-	sel, err := c.selectFolder(ctx, s.mailbox, qr)
+	sel, err := c.selectFolder(ctx, mailbox, qr)
 	if err != nil {
 		return hub.Changes{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -26,6 +27,7 @@ type conn struct {
 	broken   error
 	qresync  bool // ENABLE QRESYNC succeeded
 	selected bool // a SELECT succeeded on this connection
+	gone     bool // the server closed the connection (EOF, reset, BYE)
 }
 
 // statusError is a tagged NO or BAD.
@@ -140,6 +142,10 @@ func (c *conn) fail(op string, err error) error {
 	if c.broken == nil {
 		c.broken = err
 	}
+	if errors.Is(err, errTruncated) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		c.gone = true
+	}
 	var ne net.Error
 	switch {
 	case errors.Is(err, errTruncated):
@@ -205,6 +211,7 @@ func (c *conn) complete(ctx context.Context, op, tag string, handle func(*respon
 			return nil
 		case r.tag == "*" && r.status == "BYE":
 			c.fail(op, errors.New("server said BYE"))
+			c.gone = true
 			return &hub.ProtocolError{Op: op, Msg: "the server ended the session (BYE): " + r.text}
 		case r.tag == "*":
 			if handle != nil && herr == nil {

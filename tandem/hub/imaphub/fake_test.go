@@ -29,6 +29,20 @@ type fakeServer struct {
 	// %TAG% for the command's tag) and whether to close the connection
 	// after writing it; ok=false falls through to the normal answer.
 	hook func(line string) (answer string, hangUp, ok bool)
+	// conns are the open connections, for dropAll.
+	conns map[net.Conn]bool
+	dials int
+}
+
+// dropAll ends every open connection the way Dovecot logs out an idle
+// client: an untagged BYE, then close.
+func (f *fakeServer) dropAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for nc := range f.conns {
+		nc.Write([]byte("* BYE Disconnected for inactivity.\r\n"))
+		nc.Close()
+	}
 }
 
 func newFake(t *testing.T) *fakeServer {
@@ -71,7 +85,19 @@ func (f *fakeServer) setHook(h func(line string) (string, bool, bool)) {
 }
 
 func (f *fakeServer) serve(nc net.Conn) {
-	defer nc.Close()
+	f.mu.Lock()
+	if f.conns == nil {
+		f.conns = map[net.Conn]bool{}
+	}
+	f.conns[nc] = true
+	f.dials++
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.conns, nc)
+		f.mu.Unlock()
+		nc.Close()
+	}()
 	r := bufio.NewReader(nc)
 	w := bufio.NewWriter(nc)
 	defer w.Flush()

@@ -89,27 +89,26 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	if len(want) == 0 {
 		return out, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sel, err := c.selectFolder(ctx, s.mailbox, nil)
-	if err != nil {
-		return nil, err
-	}
-	if sel.uidValidity != uidValidity {
-		return out, nil // a full resync is due; these ids are gone
-	}
 	uids := make([]uint32, 0, len(want))
 	for uid := range want {
 		uids = append(uids, uid)
 	}
-	for _, set := range batches(setOf(uids)) {
-		if err := c.fetchBodies(ctx, set, want, out); err != nil {
-			return nil, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.run(ctx, func(c *conn) error {
+		sel, err := c.selectFolder(ctx, s.mailbox, nil)
+		if err != nil || sel.uidValidity != uidValidity {
+			return err // another UIDVALIDITY: a full resync is due, the ids are gone
 		}
+		for _, set := range batches(setOf(uids)) {
+			if err := c.fetchBodies(ctx, set, want, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

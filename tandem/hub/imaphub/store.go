@@ -108,6 +108,26 @@ func (s *Store) conn(ctx context.Context) (*conn, error) {
 	return c, nil
 }
 
+// run calls op with the command connection; s.mu is held. A connection
+// that served earlier calls may have been closed by the server since
+// (Dovecot logs out clients idle for 30 minutes): if op fails because the
+// connection is gone, and that connection was not dialled for this call,
+// op runs once more on a fresh one. Only idempotent operations use run.
+func (s *Store) run(ctx context.Context, op func(*conn) error) error {
+	reused := s.c != nil && s.c.broken == nil
+	c, err := s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = op(c)
+	if err != nil && reused && c.gone && ctx.Err() == nil {
+		if c, err2 := s.conn(ctx); err2 == nil {
+			return op(c)
+		}
+	}
+	return err
+}
+
 // folderName is <prefix>Tandem, where prefix is the personal namespace's
 // (NAMESPACE, RFC 2342; §10.3).
 func (c *conn) folderName(ctx context.Context) (string, error) {
@@ -138,27 +158,27 @@ func (c *conn) folderName(ctx context.Context) (string, error) {
 func (s *Store) EnsureFolder(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.conn(ctx)
-	if err != nil {
-		return err
-	}
-	exists, err := c.listed(ctx, s.mailbox)
+	return s.run(ctx, func(c *conn) error { return c.ensureFolder(ctx, s.mailbox) })
+}
+
+func (c *conn) ensureFolder(ctx context.Context, mailbox string) error {
+	exists, err := c.listed(ctx, mailbox)
 	if err != nil || exists {
 		return err
 	}
-	err = c.cmd(ctx, "create", "CREATE "+quote(s.mailbox), nil)
+	err = c.cmd(ctx, "create", "CREATE "+quote(mailbox), nil)
 	var se *statusError
 	if errors.As(err, &se) && se.status == "NO" {
 		if se.hasCode("ALREADYEXISTS") {
 			return nil
 		}
 		// Servers without the code: it exists if it is listed now.
-		if ok, lerr := c.listed(ctx, s.mailbox); lerr == nil && ok {
+		if ok, lerr := c.listed(ctx, mailbox); lerr == nil && ok {
 			return nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("imaphub: create %s: %w", s.mailbox, err)
+		return fmt.Errorf("imaphub: create %s: %w", mailbox, err)
 	}
 	return nil
 }
