@@ -20,59 +20,77 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	reused := s.c != nil && s.c.broken == nil
 	c, err := s.conn(ctx)
 	if err != nil {
 		return "", err
 	}
-	id, err := c.append(ctx, s.mailbox, msg)
+	id, sent, err := c.append(ctx, s.mailbox, msg)
 	var se *statusError
-	if errors.As(err, &se) && se.status == "NO" && c.selected {
+	switch {
+	case err == nil:
+	case errors.As(err, &se) && se.status == "NO" && c.selected:
 		// A NO stores nothing (RFC 9051 §6.3.12). Dovecot refuses appends
 		// on a connection whose selected folder was deleted and created
 		// again by another client; a fresh connection appends fine.
 		c.fail("append", err)
-		if c, err = s.conn(ctx); err != nil {
-			return "", err
-		}
-		id, err = c.append(ctx, s.mailbox, msg)
+	case !sent && reused && c.gone && ctx.Err() == nil:
+		// The server had logged the idle connection out before the
+		// message was sent: nothing can have been stored.
+	default:
+		return "", err
 	}
+	if err == nil {
+		return id, nil
+	}
+	if c, err = s.conn(ctx); err != nil {
+		return "", err
+	}
+	id, _, err = c.append(ctx, s.mailbox, msg)
 	return id, err
 }
 
-func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (hub.ID, error) {
+// append sends one APPEND. sent reports whether the message itself went
+// out (after the server's continuation request); until then nothing can
+// have been stored.
+func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (id hub.ID, sent bool, err error) {
 	const op = "append"
 	if c.broken != nil {
-		return "", fmt.Errorf("imaphub: %s: connection broken: %w", op, c.broken)
+		return "", false, fmt.Errorf("imaphub: %s: connection broken: %w", op, c.broken)
 	}
 	stop := c.watchContext(ctx)
 	defer stop()
 	tag := c.nextTag()
 	fmt.Fprintf(c.w, "%s APPEND %s (\\Seen) {%d}\r\n", tag, quote(mailbox), len(msg))
 	if err := c.w.Flush(); err != nil {
-		return "", c.ioFail(ctx, op, err)
+		return "", false, c.ioFail(ctx, op, err)
 	}
 	for { // wait for the continuation request
 		r, err := c.rd.readResponse()
 		if err != nil {
-			return "", c.ioFail(ctx, op, err)
+			return "", false, c.ioFail(ctx, op, err)
 		}
 		if r.tag == "+" {
 			break
 		}
 		if r.tag == tag {
-			return "", &statusError{cmd: op, status: r.status, code: r.code, text: r.text}
+			return "", false, &statusError{cmd: op, status: r.status, code: r.code, text: r.text}
+		}
+		if r.tag == "*" && r.status == "BYE" {
+			c.fail(op, errors.New("server said BYE"))
+			c.gone = true
+			return "", false, &hub.ProtocolError{Op: op, Msg: "the server ended the session (BYE): " + r.text}
 		}
 		if r.tag != "*" {
-			return "", c.fail(op, fmt.Errorf("response for unknown tag %q", r.tag))
+			return "", false, c.fail(op, fmt.Errorf("response for unknown tag %q", r.tag))
 		}
 	}
 	c.w.Write(msg)
 	c.w.WriteString("\r\n")
 	if err := c.w.Flush(); err != nil {
-		return "", c.ioFail(ctx, op, err)
+		return "", true, c.ioFail(ctx, op, err)
 	}
-	var id hub.ID
-	err := c.complete(ctx, op, tag, func(r *response) error {
+	err = c.complete(ctx, op, tag, func(r *response) error {
 		if r.tag != tag {
 			return nil
 		}
@@ -86,7 +104,7 @@ func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (hub.ID, 
 	if err == nil && id == "" {
 		err = &hub.ProtocolError{Op: op, Msg: "no APPENDUID in the answer (UIDPLUS is required, §10.3)"}
 	}
-	return id, err
+	return id, true, err
 }
 
 // parseAppendUID reads "APPENDUID uidvalidity uid" (RFC 4315 §3).

@@ -295,7 +295,7 @@ func TestQRESYNCLongKnownSet(t *testing.T) {
 
 // TestReconnectAfterIdleLogout: a server that logged the idle connection
 // out (BYE, close) costs a retry on a fresh connection, not an error, for
-// every idempotent operation.
+// every idempotent operation, and for an append whose message was not sent.
 func TestReconnectAfterIdleLogout(t *testing.T) {
 	f := newFake(t)
 	ch := hubtest.Channel(1)
@@ -323,6 +323,18 @@ func TestReconnectAfterIdleLogout(t *testing.T) {
 			return err
 		},
 		"Destroy": func() error { return s.Destroy(ctx5(t), []hub.ID{makeID(7, 999)}) },
+		"Append": func() error {
+			f.mu.Lock()
+			n := len(f.msgs)
+			f.mu.Unlock()
+			_, err := s.Append(ctx5(t), ch, hubtest.Envelope(70))
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if err == nil && len(f.msgs) != n+1 {
+				err = fmt.Errorf("%d messages stored, want 1", len(f.msgs)-n)
+			}
+			return err
+		},
 	}
 	for name, op := range ops {
 		time.Sleep(20 * time.Millisecond) // let the fake register the connection

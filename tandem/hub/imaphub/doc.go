@@ -18,6 +18,11 @@
 //   - Destroy: UID STORE +FLAGS.SILENT (\Deleted), then UID EXPUNGE.
 //   - Watch: IDLE on its own connection, re-issued every 28 minutes.
 //
+// A command connection is kept between calls. When the server has closed
+// it meanwhile (idle logout, restart), an idempotent operation (EnsureFolder,
+// Changes, Fetch, Destroy), or an Append whose message was not yet sent,
+// runs once more on a fresh connection; anything else is returned.
+//
 // Ids are "<UIDVALIDITY>.<UID>". The cursor carries UIDVALIDITY,
 // HIGHESTMODSEQ, the last UID seen and the set of UIDs reported as added, so
 // a cursor alone (after a restart, on another connection, even through

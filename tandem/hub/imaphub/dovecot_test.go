@@ -139,7 +139,7 @@ func (a *admin) inject(raw []byte) {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := a.c.append(ctx, a.tandem, raw); err != nil {
+	if _, _, err := a.c.append(ctx, a.tandem, raw); err != nil {
 		a.t.Fatalf("inject: %v", err)
 	}
 }
