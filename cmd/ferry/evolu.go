@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,31 +55,52 @@ func (f *evoluFlags) open(cmd *cobra.Command) (client.Owner, *client.Store, erro
 func newEvoluSyncCmd() *cobra.Command {
 	var f evoluFlags
 	var relayURL string
+	var watch bool
 	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Sync one owner's changes with a relay and print what moved",
-		Args:  cobra.NoArgs,
+		Long: `Sync one owner's changes with a relay and print what moved. With --watch it
+stays connected: it applies the relay's broadcasts as they come and reconnects
+after failures, until interrupted.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, st, err := f.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			out := cmd.OutOrStdout()
+			report := func(rep client.SyncReport) error {
+				if f.json {
+					return json.NewEncoder(out).Encode(rep)
+				}
+				_, err := fmt.Fprintf(out, "owner %s: sent %d, received %d changes in %d rounds (%d bytes out, %d in): %s\n",
+					rep.Owner, rep.Sent, rep.Received, rep.Rounds, rep.BytesSent, rep.BytesReceived, rep.Outcome)
+				return err
+			}
+			if watch {
+				return client.Run(cmd.Context(), relayURL, o, st, client.RunOptions{
+					OnSync: func(rep client.SyncReport) { _ = report(rep) },
+					OnBroadcast: func(n int) {
+						if f.json {
+							_ = json.NewEncoder(out).Encode(map[string]any{"ownerId": o.ID.String(), "broadcast": n})
+						} else {
+							fmt.Fprintf(out, "owner %s: received %d changes by broadcast\n", o.ID, n)
+						}
+					},
+					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+				})
+			}
 			rep, err := client.Sync(cmd.Context(), relayURL, o, st, client.SyncOptions{})
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if f.json {
-				return json.NewEncoder(out).Encode(rep)
-			}
-			_, err = fmt.Fprintf(out, "owner %s: sent %d, received %d changes in %d rounds (%d bytes out, %d in): %s\n",
-				rep.Owner, rep.Sent, rep.Received, rep.Rounds, rep.BytesSent, rep.BytesReceived, rep.Outcome)
-			return err
+			return report(rep)
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().StringVar(&relayURL, "relay", "ws://127.0.0.1:4000", "relay WebSocket URL")
+	cmd.Flags().BoolVar(&watch, "watch", false, "stay connected and apply changes as they come")
 	return cmd
 }
 

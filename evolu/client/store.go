@@ -36,6 +36,8 @@ type Store struct {
 	keys   map[protocol.OwnerID][32]byte
 	now    func() time.Time
 	random io.Reader
+	// changed receives a token when Put stores a local change.
+	changed chan struct{}
 }
 
 // OpenStore opens (creating if needed) a client store at path.
@@ -44,7 +46,7 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evolu client: %w", err)
 	}
-	return &Store{Store: st, keys: map[protocol.OwnerID][32]byte{}, now: time.Now, random: rand.Reader}, nil
+	return &Store{Store: st, keys: map[protocol.OwnerID][32]byte{}, now: time.Now, random: rand.Reader, changed: make(chan struct{}, 1)}, nil
 }
 
 // AddOwner lets the store decrypt the owner's changes.
@@ -175,8 +177,19 @@ func (s *Store) Put(ctx context.Context, o Owner, c DbChange) (protocol.Timestam
 	if err != nil {
 		return ts, err
 	}
-	return ts, s.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{{Timestamp: ts, Change: enc}})
+	if err := s.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{{Timestamp: ts, Change: enc}}); err != nil {
+		return ts, err
+	}
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	return ts, nil
 }
+
+// Changed receives a value after Put stored a local change (coalesced: one
+// value may stand for several changes). Run uses it to push changes.
+func (s *Store) Changed() <-chan struct{} { return s.changed }
 
 // Row is one row of a table as the applied changes made it.
 type Row struct {
