@@ -27,6 +27,10 @@ type DbChange struct {
 	IsDelete *bool
 }
 
+// systemColumns may not appear among a DbChange's values (Schema.ts
+// systemColumnsWithId): the row's id and what Evolu derives itself.
+var systemColumns = map[string]bool{"createdAt": true, "updatedAt": true, "isDeleted": true, "ownerId": true, "id": true}
+
 // ErrDecrypt is DecryptWithXChaCha20Poly1305Error: the change does not
 // authenticate under the key.
 var ErrDecrypt = errors.New("evolu: DecryptWithXChaCha20Poly1305Error")
@@ -59,6 +63,9 @@ func EncryptChange(random io.Reader, ts protocol.Timestamp, c DbChange, key [32]
 	pt = protocol.AppendNonNegativeInt(pt, uint64(len(c.Values)))
 	var err error
 	for _, col := range c.Values {
+		if systemColumns[col.Name] {
+			return nil, fmt.Errorf("evolu: %q is a system column", col.Name)
+		}
 		pt = appendString(pt, col.Name)
 		if pt, err = appendValue(pt, col.Value); err != nil {
 			return nil, fmt.Errorf("evolu: column %q: %w", col.Name, err)
@@ -161,6 +168,9 @@ func decodePlaintext(pt []byte, expected protocol.Timestamp) (DbChange, error) {
 		name, err := d.string()
 		if err != nil {
 			return c, err
+		}
+		if systemColumns[name] {
+			return c, fmt.Errorf("DbChange values contain the system column %q", name)
 		}
 		v, err := d.value()
 		if err != nil {

@@ -104,3 +104,12 @@ func TestStorePutClock(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+func TestSystemColumnsRejected(t *testing.T) {
+	var key [32]byte
+	for _, col := range []string{"id", "createdAt", "updatedAt", "isDeleted", "ownerId"} {
+		if _, err := EncryptChange(bytes.NewReader(make([]byte, 24)), protocol.Timestamp{}, DbChange{Table: "t", Values: []Column{{Name: col, Value: 1.0}}}, key); err == nil {
+			t.Errorf("%s accepted", col)
+		}
+	}
+}
