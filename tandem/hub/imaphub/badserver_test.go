@@ -363,3 +363,34 @@ func TestReconnectAfterIdleLogout(t *testing.T) {
 		t.Fatal("Changes succeeded on a server that always hangs up")
 	}
 }
+
+// TestCloseInterrupts: Close does not wait for a server that never answers.
+func TestCloseInterrupts(t *testing.T) {
+	f := newFake(t)
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.setHook(func(line string) (string, bool, bool) {
+		if strings.HasPrefix(line, "SELECT") {
+			return "* 1 EXISTS\r\n", false, true // and never completes
+		}
+		return "", false, false
+	})
+	done := make(chan error, 1)
+	go func() { _, err := s.Changes(t.Context(), nil); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a silent server")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the interrupted Changes succeeded")
+	}
+	if _, err := s.Changes(t.Context(), nil); !errors.Is(err, hub.ErrClosed) {
+		t.Fatalf("Changes after Close: %v, want ErrClosed", err)
+	}
+}

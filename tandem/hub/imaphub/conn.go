@@ -225,6 +225,10 @@ func (c *conn) complete(ctx context.Context, op, tag string, handle func(*respon
 	}
 }
 
+// interrupt makes blocked and future I/O on c fail at once; it may be
+// called from any goroutine.
+func (c *conn) interrupt() { c.nc.SetDeadline(time.Unix(1, 0)) }
+
 func (c *conn) close() error {
 	return c.nc.Close()
 }

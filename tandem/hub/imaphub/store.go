@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -63,6 +64,7 @@ type Store struct {
 
 	mu      sync.Mutex // serializes commands on c
 	c       *conn
+	live    atomic.Pointer[conn] // c, for Close to interrupt without mu
 	mailbox string // <namespace prefix>Tandem, found at the first connect
 	closed  bool
 	watches map[*conn]struct{}
@@ -98,6 +100,7 @@ func (s *Store) conn(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.live.Store(c)
 	if s.mailbox == "" {
 		if s.mailbox, err = c.folderName(ctx); err != nil {
 			c.close()
@@ -196,8 +199,12 @@ func (c *conn) listed(ctx context.Context, mailbox string) (bool, error) {
 	return found, err
 }
 
-// Close implements hub.Store.
+// Close implements hub.Store. A call in progress is interrupted: it
+// returns an error.
 func (s *Store) Close() error {
+	if c := s.live.Load(); c != nil {
+		c.interrupt()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -208,12 +215,7 @@ func (s *Store) Close() error {
 		w.close()
 	}
 	if s.c != nil {
-		if s.c.broken == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			s.c.cmd(ctx, "logout", "LOGOUT", nil)
-			cancel()
-		}
-		return s.c.close()
+		return s.c.close() // no LOGOUT: closing the connection ends the session
 	}
 	return nil
 }
