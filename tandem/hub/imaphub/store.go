@@ -65,7 +65,7 @@ type Store struct {
 	mu      sync.Mutex // serializes commands on c
 	c       *conn
 	live    atomic.Pointer[conn] // c, for Close to interrupt without mu
-	mailbox string // <namespace prefix>Tandem, found at the first connect
+	mailbox string               // <namespace prefix>Tandem, found at the first connect
 	closed  bool
 	watches map[*conn]struct{}
 }
