@@ -181,9 +181,9 @@ func peakRSS(pid int) (int64, error) {
 // startTSRelay starts the real TypeScript relay of @evolu/nodejs
 // (js/relay.mjs) in a fresh directory and waits until it listens. It checks
 // that it is bound to 127.0.0.1 only. The relay stops when the test ends.
-func startTSRelay(t testing.TB, e realEnv) *relayProc {
+func startTSRelay(t testing.TB, e realEnv, env ...string) *relayProc {
 	t.Helper()
-	return startNodeRelay(t, e, "relay.mjs")
+	return startNodeRelay(t, e, "relay.mjs", env...)
 }
 
 // startTS811Relay starts the relay code of @evolu/common 8.11.0 served like
@@ -193,14 +193,16 @@ func startTS811Relay(t testing.TB, e realEnv) *relayProc {
 	return startNodeRelay(t, e, "relay-811.mjs")
 }
 
-// startNodeRelay runs a relay script of js/ that prints a ready line.
-func startNodeRelay(t testing.TB, e realEnv, script string) *relayProc {
+// startNodeRelay runs a relay script of js/ that prints a ready line; env
+// adds KEY=VALUE variables (FERRY_EVOLU_RELAY_QUOTA for relay.mjs).
+func startNodeRelay(t testing.TB, e realEnv, script string, env ...string) *relayProc {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the interop harness reads /proc")
 	}
 	dir := t.TempDir()
 	cmd := e.nodeCmd(context.Background(), script, dir)
+	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +274,7 @@ type tsClientResult struct {
 	Outcome        string        `json:"outcome"`
 	Error          *string       `json:"error"`
 	SyncMillis     float64       `json:"syncMillis"`
+	Broadcasts     int           `json:"broadcasts"`
 	Rows           []tsRow       `json:"rows"`
 	Elapsed        time.Duration `json:"-"`
 }
@@ -296,6 +299,10 @@ type tsClientConfig struct {
 	Relay         string  `json:"relay,omitempty"`
 	RangesMaxSize int     `json:"rangesMaxSize,omitempty"`
 	Dump          bool    `json:"dump,omitempty"`
+	WriteKey      string  `json:"writeKey,omitempty"`
+	Subscribe     bool    `json:"subscribe,omitempty"`
+	ReadyFile     string  `json:"readyFile,omitempty"`
+	Broadcasts    int     `json:"broadcasts,omitempty"`
 }
 
 // tsPut is a row the TS client encrypts and stores.
@@ -319,12 +326,34 @@ type tsGen struct {
 	Pad     int `json:"pad,omitempty"`
 }
 
-// runTSClient runs js/client.mjs once.
+// runTSClient runs js/client.mjs once and fails the test if its sync
+// reported a protocol error.
 func runTSClient(t testing.TB, e realEnv, cfg tsClientConfig) tsClientResult {
 	t.Helper()
-	in, err := json.Marshal(cfg)
+	res := runTSClientRaw(t, e, cfg)
+	if res.Error != nil {
+		t.Fatalf("TS client sync failed: %s", *res.Error)
+	}
+	return res
+}
+
+// runTSClientRaw runs js/client.mjs once; a protocol error is in the result.
+func runTSClientRaw(t testing.TB, e realEnv, cfg tsClientConfig) tsClientResult {
+	t.Helper()
+	res, err := execTSClient(e, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return res
+}
+
+// execTSClient runs js/client.mjs once; it is safe to call from any
+// goroutine.
+func execTSClient(e realEnv, cfg tsClientConfig) (tsClientResult, error) {
+	var res tsClientResult
+	in, err := json.Marshal(cfg)
+	if err != nil {
+		return res, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -333,21 +362,17 @@ func runTSClient(t testing.TB, e realEnv, cfg tsClientConfig) tsClientResult {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("TS client: %v\n%s", err, stderr.String())
+		return res, fmt.Errorf("TS client: %w\n%s", err, stderr.String())
 	}
-	var res tsClientResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		out := stdout.String()
 		if len(out) > 300 {
 			out = out[:150] + " … " + out[len(out)-150:]
 		}
-		t.Fatalf("TS client output (%d bytes) %q: %v\n%s", stdout.Len(), out, err, stderr.String())
+		return res, fmt.Errorf("TS client output (%d bytes) %q: %w\n%s", stdout.Len(), out, err, stderr.String())
 	}
 	res.Elapsed = time.Since(start)
-	if res.Error != nil {
-		t.Fatalf("TS client sync failed: %s", *res.Error)
-	}
-	return res
+	return res, nil
 }
 
 // freeLoopbackPort returns a port that was free on 127.0.0.1 a moment ago.

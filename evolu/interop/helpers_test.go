@@ -6,15 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ferry-sync/ferry/evolu/client"
 	"github.com/ferry-sync/ferry/evolu/protocol"
@@ -23,35 +20,17 @@ import (
 
 // startFerryRelay runs the Ferry relay in-process on 127.0.0.1 and a free
 // port until the test ends.
-func startFerryRelay(t testing.TB) (string, *relay.Server) {
+func startFerryRelay(t *testing.T) (string, *relay.Server) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := relay.New(ctx, relay.Config{DBPath: filepath.Join(t.TempDir(), "relay.db")})
+	srv, err := relay.New(context.Background(), relay.Config{DBPath: filepath.Join(t.TempDir(), "relay.db")})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
-				t.Errorf("ferry relay: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("ferry relay did not shut down")
-		}
-		srv.Close()
-	})
-	return "ws://" + ln.Addr().String(), srv
+	return serveInProcess(t, srv), srv
 }
+
+// newLoopbackListener listens on 127.0.0.1 and a free port.
+func newLoopbackListener() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
 // ferryOwner derives the owner of a hex secret with evolu/client.
 func ferryOwner(t testing.TB, secretHex string) client.Owner {

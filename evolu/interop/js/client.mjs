@@ -16,12 +16,18 @@
 //   relay    ws://127.0.0.1:port — sync with this relay (createProtocolMessageForSync,
 //            then applyProtocolMessageAsClient until it stops answering)
 //   rangesMaxSize  optional ProtocolMessageRangesMaxSize for the client
+//   writeKey hex OwnerWriteKey to send instead of the owner's (error tests)
+//   subscribe  true: the first request subscribes to the owner's broadcasts;
+//            after converging the client writes readyFile (if given) and
+//            keeps applying Broadcast messages until it has `broadcasts` of
+//            them, then stops
 //   dump     true: decrypt every stored change (decryptAndDecodeDbChange)
 //            and print them
 //
 // Prints one JSON object: {count, fingerprint, rounds, bytesSent,
 // bytesReceived, framesSent, framesReceived, outcome, error, syncMillis, rows?}.
 import { createHash } from "node:crypto";
+import { existsSync, writeFileSync } from "node:fs";
 import { common, lf, hex, unhex, openStorage } from "./lib/evolu.mjs";
 
 const cfg = JSON.parse(process.argv[2] ?? "{}");
@@ -74,9 +80,12 @@ const store = async (s, messages) => {
   }
 };
 
+const writeKey = cfg.writeKey ? unhex(cfg.writeKey) : owner.writeKey;
+
 const sync = (s, url) =>
   new Promise((resolve, reject) => {
-    const stats = { rounds: 0, bytesSent: 0, bytesReceived: 0, framesSent: 0, framesReceived: 0, outcome: null, error: null };
+    const stats = { rounds: 0, bytesSent: 0, bytesReceived: 0, framesSent: 0, framesReceived: 0, outcome: null, error: null, broadcasts: 0 };
+    let converged = false;
     const ws = new WebSocket(`${url}?ownerId=${owner.id}`);
     ws.binaryType = "arraybuffer";
     const timer = setTimeout(() => {
@@ -98,7 +107,8 @@ const sync = (s, url) =>
       clearTimeout(timer);
       reject(new Error("websocket: " + (e.message ?? e.type)));
     };
-    ws.onopen = () => send(lf.createProtocolMessageForSync({ storage: s.storage })(owner.id, lf.SubscriptionFlags.None));
+    const flag = cfg.subscribe ? lf.SubscriptionFlags.Subscribe : lf.SubscriptionFlags.None;
+    ws.onopen = () => send(lf.createProtocolMessageForSync({ storage: s.storage })(owner.id, flag));
     // Frames are handled one at a time, in order.
     let queue = Promise.resolve();
     ws.onmessage = (ev) => {
@@ -108,7 +118,7 @@ const sync = (s, url) =>
         stats.framesReceived++;
         const res = await s.run(
           lf.applyProtocolMessageAsClient(data, {
-            writeKey: owner.writeKey,
+            writeKey,
             rangesMaxSize: cfg.rangesMaxSize,
           }),
         );
@@ -118,8 +128,12 @@ const sync = (s, url) =>
           return done();
         }
         stats.outcome = res.value.type;
-        if (res.value.type === "Response") send(res.value.message);
-        else if (res.value.type !== "Broadcast") done();
+        if (res.value.type === "Response") return send(res.value.message);
+        if (res.value.type === "Broadcast") stats.broadcasts++;
+        else converged = true;
+        if (!cfg.subscribe) return done();
+        if (converged && cfg.readyFile && !existsSync(cfg.readyFile)) writeFileSync(cfg.readyFile, "ready");
+        if (converged && stats.broadcasts >= (cfg.broadcasts ?? 0)) done();
       }).catch((e) => {
         clearTimeout(timer);
         reject(e);
