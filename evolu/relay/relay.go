@@ -71,6 +71,9 @@ type Server struct {
 
 // New opens the relay's database.
 func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DBPath == "" {
+		return nil, errors.New("relay: Config.DBPath is empty")
+	}
 	if cfg.TotalMaxSize == 0 {
 		cfg.TotalMaxSize = protocol.DefaultMaxSize
 	}
