@@ -12,8 +12,32 @@
 //     (createProtocolMessageForSync, applyProtocolMessageAsClient,
 //     encodeAndEncryptDbChange, decryptAndDecodeDbChange, the package's own
 //     SQLite storage), driven by js/client.mjs over a WebSocket;
+//   - the relay code of @evolu/common 8.11.0 served like startRelay
+//     (js/relay-811.mjs), the reference for bytes on the wire in the
+//     benchmarks (docs/decisions/evolu-interop-relay-811.md);
 //   - the byte vectors in testdata/evolu, made by js/gen-vectors.mjs with the
 //     real 8.11.0 encoders.
+//
+// What the tests check (issue 5, point 5):
+//
+//   - (a) TestTSClientPushPullThroughFerryRelay, (b)
+//     TestFerryClientPushPullThroughTSRelay, TestProtocolSyncThroughTSRelay;
+//   - (c) TestManyRoundsTSClientFerryRelay, TestManyRoundsFerryClientTSRelay:
+//     3,000 changes of about 500 bytes over several rounds, each side holding
+//     a different two-thirds;
+//   - (d) TestEncryptedChangesCrossRead (every value kind, a deletion, both
+//     relays), and the checks of decrypted rows in the tests above;
+//   - (e) TestVectors*: codec, timestamps, message buffer limits, RBSR
+//     transcripts replayed on the memory and SQLite stores, relay replies and
+//     client outcomes, owner keys, encrypted changes, the push continuation;
+//     TestVectorsRegenerate proves the vectors are what the package makes;
+//   - broadcasts and protocol errors (write key, quota) across the
+//     implementations.
+//
+// The benchmarks (BenchmarkRelay*, only with -bench) run the same client
+// workload against the real TS relay, the Ferry relay (the built `ferry
+// relay`) and the 8.11.0 relay code, each as its own process, and report
+// wall-clock, relay CPU, bytes, rounds and peak RSS (docs/benchmarks/evolu.md).
 //
 // scripts/setup.d/30-evolu.sh installs Node 24 and these packages into
 // $FERRY_CACHE/evolu and writes their paths to $FERRY_CACHE/env.d/evolu.env,
