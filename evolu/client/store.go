@@ -156,6 +156,11 @@ func (s *Store) nextTimestamp(ctx context.Context, tx *sql.Tx) (protocol.Timesta
 	return ts, err
 }
 
+// MaxMutationSize bounds one encrypted change written with Put: the 640 KB
+// mutation limit of Protocol.ts, so every change fits a 1 MB message next to
+// the largest ranges section.
+const MaxMutationSize = 640 * 1024
+
 // Put stamps change with the next timestamp, encrypts it with the owner's
 // key, and stores it like a received message: it is applied to the rows and
 // will be sent by the next sync.
@@ -176,6 +181,9 @@ func (s *Store) Put(ctx context.Context, o Owner, c DbChange) (protocol.Timestam
 	enc, err := EncryptChange(s.random, ts, c, o.EncryptionKey)
 	if err != nil {
 		return ts, err
+	}
+	if len(enc) > MaxMutationSize {
+		return ts, fmt.Errorf("evolu client: change of %d bytes exceeds %d", len(enc), MaxMutationSize)
 	}
 	if err := s.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{{Timestamp: ts, Change: enc}}); err != nil {
 		return ts, err

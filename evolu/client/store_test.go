@@ -113,3 +113,15 @@ func TestSystemColumnsRejected(t *testing.T) {
 		}
 	}
 }
+
+func TestPutRejectsHugeChange(t *testing.T) {
+	st := openTestStore(t)
+	o := OwnerFromSecret(Secret{5})
+	big := make([]byte, MaxMutationSize)
+	if _, err := st.Put(context.Background(), o, DbChange{Table: "t", Values: []Column{{Name: "b", Value: big}}}); err == nil {
+		t.Fatal("huge change accepted")
+	}
+	if n, _ := st.Size(context.Background(), o.ID); n != 0 {
+		t.Fatal("huge change stored")
+	}
+}
