@@ -31,7 +31,7 @@ create table if not exists evolu_clock (
 // last writer wins per column by timestamp. It implements
 // protocol.Storage.
 type Store struct {
-	*sqlstore.Store
+	db     *sqlstore.Store
 	mu     sync.Mutex
 	keys   map[protocol.OwnerID][32]byte
 	now    func() time.Time
@@ -46,7 +46,40 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evolu client: %w", err)
 	}
-	return &Store{Store: st, keys: map[protocol.OwnerID][32]byte{}, now: time.Now, random: rand.Reader, changed: make(chan struct{}, 1)}, nil
+	return &Store{db: st, keys: map[protocol.OwnerID][32]byte{}, now: time.Now, random: rand.Reader, changed: make(chan struct{}, 1)}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Size implements protocol.Storage.
+func (s *Store) Size(ctx context.Context, owner protocol.OwnerID) (int, error) {
+	return s.db.Size(ctx, owner)
+}
+
+// Fingerprint implements protocol.Storage.
+func (s *Store) Fingerprint(ctx context.Context, owner protocol.OwnerID, begin, end int) (protocol.Fingerprint, error) {
+	return s.db.Fingerprint(ctx, owner, begin, end)
+}
+
+// FingerprintRanges implements protocol.Storage.
+func (s *Store) FingerprintRanges(ctx context.Context, owner protocol.OwnerID, buckets []int, ub protocol.UpperBound) ([]protocol.Range, error) {
+	return s.db.FingerprintRanges(ctx, owner, buckets, ub)
+}
+
+// FindLowerBound implements protocol.Storage.
+func (s *Store) FindLowerBound(ctx context.Context, owner protocol.OwnerID, begin, end int, ub protocol.UpperBound) (int, error) {
+	return s.db.FindLowerBound(ctx, owner, begin, end, ub)
+}
+
+// Iterate implements protocol.Storage.
+func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end int, fn func(protocol.TimestampBytes, int) bool) error {
+	return s.db.Iterate(ctx, owner, begin, end, fn)
+}
+
+// ReadChange implements protocol.Storage.
+func (s *Store) ReadChange(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) ([]byte, error) {
+	return s.db.ReadChange(ctx, owner, t)
 }
 
 // AddOwner lets the store decrypt the owner's changes.
@@ -64,7 +97,7 @@ func (s *Store) WriteMessages(ctx context.Context, owner protocol.OwnerID, msgs 
 	s.mu.Lock()
 	key, ok := s.keys[owner]
 	s.mu.Unlock()
-	return s.Write(ctx, owner, msgs, func(ctx context.Context, tx *sql.Tx, m protocol.EncryptedMessage) error {
+	return s.db.Write(ctx, owner, msgs, func(ctx context.Context, tx *sql.Tx, m protocol.EncryptedMessage) error {
 		t := m.Timestamp.Bytes()
 		if err := s.exec(ctx, tx, sqlObserve, t[:]); err != nil {
 			return err
@@ -89,7 +122,7 @@ const (
 
 // exec runs a statement prepared once, inside tx.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) error {
-	st, err := s.TxStmt(ctx, tx, q)
+	st, err := s.db.TxStmt(ctx, tx, q)
 	if err != nil {
 		return err
 	}
@@ -156,6 +189,8 @@ func (s *Store) nextTimestamp(ctx context.Context, tx *sql.Tx) (protocol.Timesta
 	return ts, err
 }
 
+var _ protocol.Storage = (*Store)(nil)
+
 // MaxMutationSize bounds one encrypted change written with Put: the 640 KB
 // mutation limit of Protocol.ts, so every change fits a 1 MB message next to
 // the largest ranges section.
@@ -166,7 +201,7 @@ const MaxMutationSize = 640 * 1024
 // will be sent by the next sync.
 func (s *Store) Put(ctx context.Context, o Owner, c DbChange) (protocol.Timestamp, error) {
 	s.AddOwner(o)
-	tx, err := s.DB().BeginTx(ctx, nil)
+	tx, err := s.db.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return protocol.Timestamp{}, err
 	}
@@ -214,7 +249,7 @@ func (s *Store) Rows(ctx context.Context, owner protocol.OwnerID, table string) 
 		q += ` and tbl = ?`
 		args = append(args, table)
 	}
-	rows, err := s.DB().QueryContext(ctx, q+` order by tbl, id, col`, args...)
+	rows, err := s.db.DB().QueryContext(ctx, q+` order by tbl, id, col`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +279,6 @@ func (s *Store) Rows(ctx context.Context, owner protocol.OwnerID, table string) 
 // Unreadable returns how many stored changes of owner could not be read.
 func (s *Store) Unreadable(ctx context.Context, owner protocol.OwnerID) (int, error) {
 	var n int
-	err := s.DB().QueryRowContext(ctx, `select count(*) from evolu_unreadable where owner = ?`, owner[:]).Scan(&n)
+	err := s.db.DB().QueryRowContext(ctx, `select count(*) from evolu_unreadable where owner = ?`, owner[:]).Scan(&n)
 	return n, err
 }

@@ -37,6 +37,8 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
+var _ protocol.RelayStorage = (*Store)(nil)
+
 // maxBlock is the largest block; a larger one is split in two halves.
 const maxBlock = 128
 
