@@ -32,7 +32,8 @@
 //     client outcomes, owner keys, encrypted changes, the push continuation;
 //     TestVectorsRegenerate proves the vectors are what the package makes;
 //   - broadcasts and protocol errors (write key, quota) across the
-//     implementations.
+//     implementations, and the Ferry client's live loop (client.Run) with
+//     the real TS relay and a subscribed TS client.
 //
 // The benchmarks (BenchmarkRelay*, only with -bench) run the same client
 // workload against the real TS relay, the Ferry relay (the built `ferry
