@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Safe margins of the TS ProtocolMessageBuffer. They are part of the
@@ -230,4 +231,16 @@ func (b *MessageBuffer) Bytes() ([]byte, error) {
 		out = append(out, b.payloads...)
 	}
 	return out, nil
+}
+
+// clone returns a deep copy of b.
+func (b *MessageBuffer) clone() MessageBuffer {
+	c := *b
+	c.header = slices.Clone(b.header)
+	c.msgTimes = b.msgTimes.clone()
+	c.changes = slices.Clone(b.changes)
+	c.rangeBounds = b.rangeBounds.clone()
+	c.rangeTypes = slices.Clone(b.rangeTypes)
+	c.payloads = slices.Clone(b.payloads)
+	return c
 }

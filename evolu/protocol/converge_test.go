@@ -31,15 +31,16 @@ func TestPropertyConvergence(t *testing.T) {
 		o := synctest.GenOpts{N: 50 + r.IntN(8000), Common: r.IntN(90), MinSize: 41, MaxSize: 41 + r.IntN(3000)}
 		totalMax := MinMaxSize + r.IntN(2)*r.IntN(MinMaxSize)
 		rangesMax := MinRangesMaxSize + r.IntN(MaxRangesMaxSize-MinRangesMaxSize)
-		t.Run(fmt.Sprintf("seed%d_n%d_common%d_max%d_total%d_ranges%d", seed, o.N, o.Common, o.MaxSize, totalMax, rangesMax), func(t *testing.T) {
+		clientRanges := MinRangesMaxSize + r.IntN(MaxRangesMaxSize-MinRangesMaxSize)
+		t.Run(fmt.Sprintf("seed%d_n%d_common%d_max%d_total%d_ranges%d_%d", seed, o.N, o.Common, o.MaxSize, totalMax, rangesMax, clientRanges), func(t *testing.T) {
 			owner := OwnerID{byte(seed)}
 			key := WriteKey{1}
 			client, relay := NewMemoryStorage(), NewMemoryStorage()
 			union := synctest.Fill(t, r, client, relay, owner, o)
-			rounds := synctest.Session(t, client, relay, owner, key, totalMax, rangesMax)
+			rounds := synctest.Session(t, client, relay, owner, key, totalMax, rangesMax, clientRanges)
 			synctest.CheckUnion(t, "client", client, owner, union, relay)
 			synctest.CheckUnion(t, "relay", relay, owner, union, client)
-			if again := synctest.Session(t, client, relay, owner, key, totalMax, rangesMax); again != 1 {
+			if again := synctest.Session(t, client, relay, owner, key, totalMax, rangesMax, clientRanges); again != 1 {
 				t.Fatalf("a second session took %d rounds", again)
 			}
 			t.Logf("%d rounds", rounds)
@@ -55,7 +56,7 @@ func TestConvergenceManyRounds(t *testing.T) {
 	o := synctest.GenOpts{N: 1500, Common: 10, MinSize: 1000, MaxSize: 3000}
 	client, relay := NewMemoryStorage(), NewMemoryStorage()
 	union := synctest.Fill(t, r, client, relay, owner, o)
-	rounds := synctest.Session(t, client, relay, owner, WriteKey{2}, MinMaxSize, MinRangesMaxSize)
+	rounds := synctest.Session(t, client, relay, owner, WriteKey{2}, MinMaxSize, MinRangesMaxSize, MinRangesMaxSize)
 	synctest.CheckUnion(t, "client", client, owner, union, relay)
 	synctest.CheckUnion(t, "relay", relay, owner, union, client)
 	if rounds < 3 {
@@ -136,5 +137,25 @@ func TestChangeTooLargeSkipped(t *testing.T) {
 	res, err := ApplyAsClient(ctx, client, reply, ClientOptions{WriteKey: &key})
 	if err != nil || (res.Outcome != Converged && res.Outcome != ContinueResponse) {
 		t.Fatalf("client: %v %v", res.Outcome, err)
+	}
+}
+
+// TestRangeOverflow: with large changes and a relay whose ranges limit is
+// small while the client's is large, answering every range of a request can
+// outgrow the message (seed 99 did, where @evolu/common 8.11.0 throws). The
+// relay must still answer within its limit and the stores must converge.
+func TestRangeOverflow(t *testing.T) {
+	for seed := 95; seed < 105; seed++ {
+		r := rand.New(rand.NewPCG(uint64(seed), 12345))
+		o := synctest.GenOpts{N: 1 + r.IntN(4000), Common: r.IntN(100), MinSize: 41, MaxSize: 41 + r.IntN(20000)}
+		totalMax := MinMaxSize + r.IntN(2)*r.IntN(MinMaxSize)
+		relayRanges := MinRangesMaxSize + r.IntN(MaxRangesMaxSize-MinRangesMaxSize)
+		clientRanges := MinRangesMaxSize + r.IntN(MaxRangesMaxSize-MinRangesMaxSize)
+		owner := OwnerID{byte(seed)}
+		client, relay := NewMemoryStorage(), NewMemoryStorage()
+		union := synctest.Fill(t, r, client, relay, owner, o)
+		synctest.Session(t, client, relay, owner, WriteKey{1}, totalMax, relayRanges, clientRanges)
+		synctest.CheckUnion(t, "client", client, owner, union, relay)
+		synctest.CheckUnion(t, "relay", relay, owner, union, client)
 	}
 }

@@ -31,6 +31,30 @@ type syncer struct {
 	hasPrev           bool
 	skip              bool
 	nonSkipRangeAdded bool
+	added             []EncryptedMessage // added to out, not yet reported
+	// safe checks the total size before every range, so the message never
+	// outgrows its limit; see Sync.
+	safe bool
+}
+
+// remainingCost bounds what addRemaining adds: a Fingerprint range with
+// the infinite bound (count growth, type, 12 bytes).
+const remainingCost = 14
+
+// fits reports, in safe mode, whether extra more bytes of ranges leave room
+// for the remaining range.
+func (s *syncer) fits(extra int) bool {
+	return !s.safe || s.out.Size()+extra+remainingCost <= s.out.TotalMaxSize()
+}
+
+// report passes the added messages to OnMessage.
+func (s *syncer) report() {
+	if s.opts.OnMessage != nil {
+		for _, m := range s.added {
+			s.opts.OnMessage(m)
+		}
+	}
+	s.added = nil
 }
 
 // Sync answers the peer's ranges into out (§Synchronization, RBSR): equal
@@ -41,7 +65,22 @@ type syncer struct {
 // reached the rest is summarized by one Fingerprint range with the infinite
 // bound, so a later round continues. It reports whether out gained anything.
 func Sync(ctx context.Context, st Storage, owner OwnerID, ranges []Range, out *MessageBuffer, opts SyncOptions) (bool, error) {
+	initial := out.clone()
 	s := &syncer{ctx: ctx, st: st, owner: owner, out: out, opts: opts}
+	changed, err := s.run(ranges)
+	if !errors.Is(err, ErrTooBig) {
+		return changed, err
+	}
+	// The answer outgrew the message where TS would throw: answer again,
+	// checking the total size before every range
+	// (docs/decisions/evolu-range-overflow.md).
+	*out = initial.clone()
+	s = &syncer{ctx: ctx, st: st, owner: owner, out: out, opts: opts, safe: true}
+	return s.run(ranges)
+}
+
+func (s *syncer) run(ranges []Range) (bool, error) {
+	ctx, st, owner, out := s.ctx, s.st, s.owner, s.out
 	initial := out.Size()
 	size, err := st.Size(ctx, owner)
 	if err != nil {
@@ -64,11 +103,13 @@ func Sync(ctx context.Context, st Storage, owner OwnerID, ranges []Range, out *M
 			return false, err
 		}
 		if done {
+			s.report()
 			return true, nil
 		}
 		prevIndex = newUpper
 		s.prevUpperBound, s.hasPrev = r.UpperBound, true
 	}
+	s.report()
 	return out.Size() > initial, nil
 }
 
@@ -85,7 +126,7 @@ func (s *syncer) syncRange(r Range, lower, upper int) (done bool, newUpper int, 
 		if ours == r.Fingerprint {
 			return false, upper, s.skipRange(r.UpperBound)
 		}
-		if !s.out.CanSplitRange() {
+		if !s.out.CanSplitRange() || !s.fits(marginSplitRange+skipCost) {
 			return true, 0, s.addRemaining(upper)
 		}
 		if err := s.coalesceSkips(); err != nil {
@@ -104,7 +145,7 @@ func (s *syncer) syncRange(r Range, lower, upper int) (done bool, newUpper int, 
 func (s *syncer) skipRange(ub UpperBound) error {
 	// The last range, if any non-skip was added, must be infinite.
 	if s.nonSkipRangeAdded && ub.Infinite {
-		return s.wrapAdd(s.out.AddSkip(InfiniteUpperBound))
+		return s.wrapAdd(s.out.AddSkip(InfiniteUpperBound)) // 2 bytes: within the remaining-range margin
 	}
 	s.skip = true
 	return nil
@@ -159,7 +200,7 @@ func (s *syncer) timestampsRange(r Range, lower, upper int) (bool, int, error) {
 			}
 			msg = &EncryptedMessage{Timestamp: t.Timestamp(), Change: change}
 		}
-		if !s.out.CanAddTimestampsRangeAndMessage(&ours, msg) {
+		if !s.out.CanAddTimestampsRangeAndMessage(&ours, msg) || !s.fits(s.timestampsCost(&ours, msg)) {
 			if msg != nil && s.changeTooLarge(len(msg.Change)) {
 				if s.opts.OnChangeTooLarge != nil {
 					s.opts.OnChangeTooLarge(&ChangeTooLargeError{OwnerID: s.owner, Timestamp: msg.Timestamp, Size: len(msg.Change)})
@@ -180,9 +221,7 @@ func (s *syncer) timestampsRange(r Range, lower, upper int) (bool, int, error) {
 				iterErr = err
 				return false
 			}
-			if s.opts.OnMessage != nil {
-				s.opts.OnMessage(*msg)
-			}
+			s.added = append(s.added, *msg)
 		}
 		return true
 	})
@@ -205,9 +244,26 @@ func (s *syncer) timestampsRange(r Range, lower, upper int) (bool, int, error) {
 		return true, 0, s.addRemaining(upper)
 	}
 	if len(need) > 0 {
+		if !s.fits(s.timestampsCost(&ours, nil)) {
+			return true, 0, s.addRemaining(lower)
+		}
 		return false, upper, addRange()
 	}
 	return false, upper, s.skipRange(r.UpperBound)
+}
+
+// skipCost bounds a Skip range with a finite bound that coalesceSkips may
+// add first: a type and a timestamp.
+const skipCost = 1 + marginTimestamp
+
+// timestampsCost bounds what a Timestamps range holding ts (after a pending
+// Skip) and m add.
+func (s *syncer) timestampsCost(ts *TimestampsBuffer, m *EncryptedMessage) int {
+	c := ts.Len() + marginTimestampRange + skipCost
+	if m != nil {
+		c += marginAddMessage + len(m.Change)
+	}
+	return c
 }
 
 // changeTooLarge reports whether a change of n bytes cannot fit an empty

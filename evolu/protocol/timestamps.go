@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // TimestampsBuffer encodes timestamps incrementally like the TS
@@ -65,6 +66,15 @@ func (b *TimestampsBuffer) Add(t Timestamp) error {
 	b.counters.addCounter(t.Counter)
 	b.nodeIDs.addNodeID(t.NodeID)
 	return nil
+}
+
+// clone returns a deep copy of b.
+func (b *TimestampsBuffer) clone() TimestampsBuffer {
+	c := *b
+	c.millis = slices.Clone(b.millis)
+	c.counters.buf = slices.Clone(b.counters.buf)
+	c.nodeIDs.buf = slices.Clone(b.nodeIDs.buf)
+	return c
 }
 
 // AddInfinite counts the infinite upper bound, which has no encoding.
