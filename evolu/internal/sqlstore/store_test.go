@@ -200,7 +200,7 @@ func TestPropertyConvergenceSQLite(t *testing.T) {
 			owner := protocol.OwnerID{byte(seed)}
 			client, relay := openTest(t, Config{}), openTest(t, Config{})
 			union := synctest.Fill(t, r, client, relay, owner, o)
-			synctest.Session(t, client, relay, owner, protocol.WriteKey{1}, totalMax, rangesMax)
+			synctest.Session(t, client, relay, owner, protocol.WriteKey{1}, totalMax, rangesMax, protocol.MinRangesMaxSize+r.IntN(protocol.MaxRangesMaxSize-protocol.MinRangesMaxSize))
 			synctest.CheckUnion(t, "client", client, owner, union, relay)
 			synctest.CheckUnion(t, "relay", relay, owner, union, client)
 		})

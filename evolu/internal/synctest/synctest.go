@@ -14,8 +14,9 @@ import (
 
 // Session runs one client session against a relay until the client sees
 // Converged, checking every message against the size limits, and returns
-// the number of round trips.
-func Session(t testing.TB, client protocol.Storage, relay protocol.RelayStorage, owner protocol.OwnerID, key protocol.WriteKey, totalMax, rangesMax int) int {
+// the number of round trips. The relay uses totalMax and relayRanges, the
+// client clientRanges (its messages are limited to the default 1 MB).
+func Session(t testing.TB, client protocol.Storage, relay protocol.RelayStorage, owner protocol.OwnerID, key protocol.WriteKey, totalMax, relayRanges, clientRanges int) int {
 	t.Helper()
 	ctx := context.Background()
 	req, err := protocol.NewSyncRequest(ctx, client, owner, protocol.SubscriptionNone)
@@ -26,14 +27,14 @@ func Session(t testing.TB, client protocol.Storage, relay protocol.RelayStorage,
 		if len(req) > protocol.DefaultMaxSize {
 			t.Fatalf("round %d: request of %d bytes", round, len(req))
 		}
-		reply, err := protocol.ApplyAsRelay(ctx, relay, req, protocol.RelayOptions{TotalMaxSize: totalMax, RangesMaxSize: rangesMax})
+		reply, err := protocol.ApplyAsRelay(ctx, relay, req, protocol.RelayOptions{TotalMaxSize: totalMax, RangesMaxSize: relayRanges})
 		if err != nil {
 			t.Fatalf("round %d: relay: %v", round, err)
 		}
 		if len(reply) > totalMax {
 			t.Fatalf("round %d: reply of %d bytes exceeds %d", round, len(reply), totalMax)
 		}
-		res, err := protocol.ApplyAsClient(ctx, client, reply, protocol.ClientOptions{WriteKey: &key, RangesMaxSize: rangesMax})
+		res, err := protocol.ApplyAsClient(ctx, client, reply, protocol.ClientOptions{WriteKey: &key, RangesMaxSize: clientRanges})
 		if err != nil {
 			t.Fatalf("round %d: client: %v", round, err)
 		}
