@@ -26,7 +26,8 @@ func (c *conn) send(msg []byte) {
 	case c.out <- msg:
 	case <-c.done:
 	default:
-		go c.close(websocket.StatusPolicyViolation, "too slow")
+		// Too slow: end the connection; its handler goroutine cleans up.
+		c.cancel()
 	}
 }
 
