@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"context"
 	"encoding/hex"
 	"path/filepath"
 	"testing"
@@ -281,14 +280,4 @@ func TestEncryptedChangesCrossRead(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The vectors' write key and OwnerId come from the same secret as Ferry's
-// derivation: a guard that the owners of these tests agree.
-func TestOwnerOfTestSecret(t *testing.T) {
-	o := ferryOwner(t, loadOwner(t, 0).Secret)
-	if v := loadOwner(t, 0); o.ID != v.ID || o.WriteKey != v.WriteKey {
-		t.Fatalf("Ferry owner %v, TS %v", o.ID, v.ID)
-	}
-	_ = context.Background
 }
