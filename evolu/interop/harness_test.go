@@ -319,11 +319,12 @@ type tsPut struct {
 
 // tsGen selects items of the shared universe (see itemMessage).
 type tsGen struct {
-	From    int `json:"from"`
-	To      int `json:"to"`
-	SkipMod int `json:"skipMod,omitempty"`
-	SkipRem int `json:"skipRem"`
-	Pad     int `json:"pad,omitempty"`
+	Indices []int `json:"indices,omitempty"`
+	From    int   `json:"from"`
+	To      int   `json:"to"`
+	SkipMod int   `json:"skipMod,omitempty"`
+	SkipRem int   `json:"skipRem"`
+	Pad     int   `json:"pad,omitempty"`
 }
 
 // runTSClient runs js/client.mjs once and fails the test if its sync
