@@ -24,7 +24,8 @@
 //     TestFerryClientPushPullThroughTSRelay, TestProtocolSyncThroughTSRelay;
 //   - (c) TestManyRoundsTSClientFerryRelay, TestManyRoundsFerryClientTSRelay:
 //     3,000 changes of about 500 bytes over several rounds, each side holding
-//     a different two-thirds;
+//     a different two-thirds; TestReconcileScatteredDifferences: 10,000 on
+//     each side with scattered differences, both ways;
 //   - (d) TestEncryptedChangesCrossRead (every value kind, a deletion, both
 //     relays), and the checks of decrypted rows in the tests above;
 //   - (e) TestVectors*: codec, timestamps, message buffer limits, RBSR
