@@ -394,3 +394,32 @@ func TestCloseInterrupts(t *testing.T) {
 		t.Fatalf("Changes after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestLoginMechanisms: LOGIN normally; AUTHENTICATE PLAIN, with or without
+// SASL-IR, where LOGIN is disabled; a clear error where neither works.
+func TestLoginMechanisms(t *testing.T) {
+	for _, tc := range []struct {
+		caps string
+		ok   bool
+	}{
+		{"IMAP4rev1 UIDPLUS IDLE", true},
+		{"IMAP4rev1 UIDPLUS IDLE LOGINDISABLED AUTH=PLAIN SASL-IR", true},
+		{"IMAP4rev1 UIDPLUS IDLE LOGINDISABLED AUTH=PLAIN", true},
+		{"IMAP4rev1 UIDPLUS IDLE LOGINDISABLED", false},
+	} {
+		f := newFake(t)
+		f.caps = tc.caps
+		s, err := Open(ctx5(t), f.config())
+		if (err == nil) != tc.ok {
+			t.Errorf("caps %q: Open: %v", tc.caps, err)
+		}
+		if err == nil {
+			s.Close()
+		}
+		cfg := f.config()
+		cfg.Password = "wrong"
+		if _, err := Open(ctx5(t), cfg); err == nil {
+			t.Errorf("caps %q: a wrong password was accepted", tc.caps)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package imaphub
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -82,8 +83,7 @@ func (c *conn) setup(ctx context.Context, cfg *Config) error {
 		return c.fail("greeting", fmt.Errorf("unexpected greeting %s %s", greet.status, greet.text))
 	}
 	if greet.status == "OK" {
-		login := "LOGIN " + quote(cfg.User) + " " + quote(cfg.Password)
-		if err := c.cmd(ctx, "LOGIN", login, nil); err != nil {
+		if err := c.login(ctx, cfg, greet); err != nil {
 			return err
 		}
 	}
@@ -111,6 +111,47 @@ func (c *conn) setup(ctx context.Context, cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// login authenticates (§10.3): LOGIN, or AUTHENTICATE PLAIN (RFC 4616)
+// where the server has disabled LOGIN. The capabilities come from the
+// greeting's CAPABILITY code, or from a CAPABILITY command.
+func (c *conn) login(ctx context.Context, cfg *Config, greet *response) error {
+	c.caps = map[string]bool{}
+	if name, list, ok := strings.Cut(greet.code, " "); ok && strings.EqualFold(name, "CAPABILITY") {
+		for _, capa := range strings.Fields(list) {
+			c.caps[strings.ToUpper(capa)] = true
+		}
+	} else if err := c.capability(ctx); err != nil {
+		return err
+	}
+	if !c.caps["LOGINDISABLED"] {
+		return c.cmd(ctx, "login", "LOGIN "+quote(cfg.User)+" "+quote(cfg.Password), nil)
+	}
+	if !c.caps["AUTH=PLAIN"] {
+		return &hub.ProtocolError{Op: "login", Msg: "the server disables LOGIN and offers no AUTHENTICATE PLAIN (use TLS)"}
+	}
+	resp := base64.StdEncoding.EncodeToString([]byte("\x00" + cfg.User + "\x00" + cfg.Password))
+	if c.caps["SASL-IR"] {
+		return c.cmd(ctx, "login", "AUTHENTICATE PLAIN "+resp, nil)
+	}
+	tag := c.nextTag()
+	c.w.WriteString(tag + " AUTHENTICATE PLAIN\r\n")
+	if err := c.w.Flush(); err != nil {
+		return c.ioFail(ctx, "login", err)
+	}
+	r, err := c.rd.readResponse()
+	if err != nil {
+		return c.ioFail(ctx, "login", err)
+	}
+	if r.tag != "+" {
+		return c.fail("login", fmt.Errorf("AUTHENTICATE PLAIN answered %s %s", r.status, r.text))
+	}
+	c.w.WriteString(resp + "\r\n")
+	if err := c.w.Flush(); err != nil {
+		return c.ioFail(ctx, "login", err)
+	}
+	return c.complete(ctx, "login", tag, nil)
 }
 
 func (c *conn) capability(ctx context.Context) error {

@@ -2,6 +2,7 @@ package imaphub
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -52,7 +53,15 @@ func newFake(t *testing.T) *fakeServer {
 	}
 	f := &fakeServer{t: t, ln: ln, caps: "IMAP4rev1 UIDPLUS IDLE NAMESPACE", uidValidity: 7, msgs: map[uint32][]byte{}, nextUID: 1}
 	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	t.Cleanup(func() {
+		ln.Close()
+		f.mu.Lock()
+		for nc := range f.conns {
+			nc.Close()
+		}
+		f.mu.Unlock()
+		wg.Wait()
+	})
 	wg.Go(func() {
 		for {
 			nc, err := ln.Accept()
@@ -148,7 +157,31 @@ func (f *fakeServer) answer(tag, cmd string, r *bufio.Reader, w *bufio.Writer) b
 	up := strings.ToUpper(cmd)
 	ok := func() { w.WriteString(tag + " OK done\r\n") }
 	switch {
-	case strings.HasPrefix(up, "LOGIN"), strings.HasPrefix(up, "CREATE"), strings.HasPrefix(up, "UID STORE"):
+	case strings.HasPrefix(up, "LOGIN"):
+		switch {
+		case strings.Contains(f.caps, "LOGINDISABLED"):
+			w.WriteString(tag + " NO LOGIN is disabled\r\n")
+		case cmd[len("LOGIN "):] != `"u" "p"`:
+			w.WriteString(tag + " NO [AUTHENTICATIONFAILED] bad credentials\r\n")
+		default:
+			ok()
+		}
+	case strings.HasPrefix(up, "AUTHENTICATE PLAIN"):
+		resp := strings.TrimPrefix(cmd[len("AUTHENTICATE PLAIN"):], " ")
+		if resp == "" {
+			w.WriteString("+ \r\n")
+			w.Flush()
+			f.mu.Unlock()
+			line, _ := r.ReadString('\n')
+			f.mu.Lock()
+			resp = strings.TrimRight(line, "\r\n")
+		}
+		if b, _ := base64.StdEncoding.DecodeString(resp); string(b) != "\x00u\x00p" {
+			w.WriteString(tag + " NO bad credentials\r\n")
+			break
+		}
+		ok()
+	case strings.HasPrefix(up, "CREATE"), strings.HasPrefix(up, "UID STORE"):
 		ok()
 	case up == "CAPABILITY":
 		w.WriteString("* CAPABILITY " + f.caps + "\r\n")
