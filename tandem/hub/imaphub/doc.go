@@ -3,6 +3,8 @@
 //
 // Operations, as §10.3 gives them:
 //
+//   - Login: LOGIN, or AUTHENTICATE PLAIN where the server disables LOGIN;
+//     TLS is implicit (Config.TLS, port 993); STARTTLS is not implemented.
 //   - EnsureFolder: NAMESPACE for the personal prefix, LIST "" <prefix>Tandem,
 //     CREATE if missing; NO [ALREADYEXISTS] is success.
 //   - Append: APPEND <prefix>Tandem (\Seen) {literal} with the §10.4 message;
