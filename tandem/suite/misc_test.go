@@ -91,3 +91,31 @@ func trimPrefix(b []byte) []byte {
 	}
 	return b
 }
+
+// TestSigInputValueHash checks §5.5's "H(value) # value bytes; H("") for
+// remove/delete": a remove or delete hashes the empty string whatever its
+// Value holds, assign and add hash their Value, and lp(element) carries the
+// element as given.
+func TestSigInputValueHash(t *testing.T) {
+	// prefix 15 || scope 16 || record 16 || lp("f") 5 || op 1 || lp(element) || H(value)
+	const off = 15 + 16 + 16 + 5
+	for _, op := range []Op{OpAssign, OpAdd, OpRemove, OpDelete} {
+		for _, value := range [][]byte{nil, []byte("v")} {
+			w := &WriteBody{Op: op, Field: "f", Element: []byte("el"), Value: value}
+			si, err := w.SigInput()
+			if err != nil {
+				t.Fatalf("op %d: %v", op, err)
+			}
+			if si[off] != byte(op) || string(si[off+1:off+7]) != "\x00\x00\x00\x02el" {
+				t.Errorf("op %d: op or lp(element) not in place: %x", op, si[off:off+7])
+			}
+			want := H(value)
+			if op == OpRemove || op == OpDelete {
+				want = H([]byte(""))
+			}
+			if got := si[off+7 : off+7+32]; string(got) != string(want[:]) {
+				t.Errorf("op %d value %q: hashed value %x, want %x", op, value, got, want)
+			}
+		}
+	}
+}

@@ -101,8 +101,12 @@ const (
 // Valid reports whether op is one of the four defined operations.
 func (op Op) Valid() bool { return op >= OpAssign && op <= OpDelete }
 
-// WriteBody holds the signed fields of a write (§5.5, §9.1). Value holds the
-// value bytes (they enter sigInput as H(value); empty for remove and delete).
+// WriteBody holds the signed fields of a write (§5.5, §9.1). Element is the
+// set element of an add or remove; Value is the value of an assign. Value
+// enters sigInput as H(value), except that remove and delete always enter
+// H("") as §5.5 says, whatever Value holds. Whether a write may carry an
+// element or value its op does not use is the record layer's question
+// (tandem/record rejects it); sigInput is §5.5's function of every body.
 type WriteBody struct {
 	Scope   [16]byte // collection ID, the home scope (§6.2), or zero in a genesis
 	Record  [16]byte
@@ -126,6 +130,7 @@ const writePrefix = "TANDEM-WRITE-V1"
 //	|| u8(op) || lp(element) || H(value) || authorUID (32) || deviceID (8)
 //	|| u64(hlcMillis) || u16(hlcCounter) || ref (32) || vv(context) || vv(base)
 //
+// H(value) is H("") for remove and delete, whatever w.Value holds.
 // It fails with ErrBadOp for an op outside 1..4, ErrHLCRange for millis above
 // 48 bits, and ErrVVTooLong or ErrVVUnsorted for a context or base that
 // cannot be signed (§9.2); see docs/decisions/tandem-suite-write-limits.md.
@@ -151,7 +156,7 @@ func (w *WriteBody) SigInput() ([]byte, error) {
 	b = appendLP(b, []byte(w.Field))
 	b = append(b, byte(w.Op))
 	b = appendLP(b, w.Element)
-	hv := H(w.Value)
+	hv := valueHash(w.Op, w.Value)
 	b = append(b, hv[:]...)
 	b = append(b, w.Author[:]...)
 	b = appendDot(b, w.Dot)
@@ -159,6 +164,15 @@ func (w *WriteBody) SigInput() ([]byte, error) {
 	b = appendVV(b, w.Context)
 	b = appendVV(b, w.Base)
 	return b, nil
+}
+
+// valueHash is sigInput's H(value): "value bytes; H("") for remove/delete"
+// (§5.5). See docs/decisions/tandem-suite-write-limits.md.
+func valueHash(op Op, value []byte) [32]byte {
+	if op == OpRemove || op == OpDelete {
+		return H(nil)
+	}
+	return H(value)
 }
 
 // WriteID is a write's ID: H(sigInput) (§5.5).
