@@ -306,24 +306,27 @@ func TestReconnectAfterIdleLogout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ops := map[string]func() error{
-		"EnsureFolder": func() error { return s.EnsureFolder(ctx5(t)) },
-		"Changes": func() error {
+	ops := []struct {
+		name string
+		op   func() error
+	}{
+		{"EnsureFolder", func() error { return s.EnsureFolder(ctx5(t)) }},
+		{"Changes", func() error {
 			c, err := s.Changes(ctx5(t), nil)
 			if err == nil && len(c.Added) != 1 {
 				err = fmt.Errorf("added %v", c.Added)
 			}
 			return err
-		},
-		"Fetch": func() error {
+		}},
+		{"Fetch", func() error {
 			b, err := s.Fetch(ctx5(t), []hub.ID{makeID(7, uid)})
 			if err == nil && !bytes.Equal(b[0].Envelope, env) {
 				err = fmt.Errorf("body %+v", b[0])
 			}
 			return err
-		},
-		"Destroy": func() error { return s.Destroy(ctx5(t), []hub.ID{makeID(7, 999)}) },
-		"Append": func() error {
+		}},
+		{"Destroy", func() error { return s.Destroy(ctx5(t), []hub.ID{makeID(7, 999)}) }},
+		{"Append", func() error {
 			f.mu.Lock()
 			n := len(f.msgs)
 			f.mu.Unlock()
@@ -334,9 +337,10 @@ func TestReconnectAfterIdleLogout(t *testing.T) {
 				err = fmt.Errorf("%d messages stored, want 1", len(f.msgs)-n)
 			}
 			return err
-		},
+		}},
 	}
-	for name, op := range ops {
+	for _, o := range ops {
+		name, op := o.name, o.op
 		time.Sleep(20 * time.Millisecond) // let the fake register the connection
 		f.mu.Lock()
 		before := f.dials
