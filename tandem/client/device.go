@@ -110,11 +110,13 @@ type outMsg struct {
 	envelope []byte
 }
 
+// heldMsg is a data message held for a missing dependency (§8.3), with
+// its writes already verified (verifyData).
 type heldMsg struct {
 	id   hub.ID
 	ch   *channel
 	hash [32]byte
-	p    *RecordPayload
+	data []*record.Verified
 }
 
 // collection is one collection the device follows.

@@ -174,6 +174,7 @@ type opened struct {
 	ch   *channel
 	hash [32]byte
 	p    *RecordPayload
+	data []*record.Verified // a data message's writes, once verifyData passed
 }
 
 // process judges and merges fetched messages: home first, then roster
@@ -275,7 +276,7 @@ func (d *Device) settle(o *opened, err error, rep *SyncReport, deferred map[hub.
 			d.log.Warn("tandem/client: held-message limit reached", "id", o.id, "err", ErrHeldFull)
 			return
 		}
-		d.held = append(d.held, &heldMsg{id: o.id, ch: o.ch, hash: o.hash, p: o.p})
+		d.held = append(d.held, &heldMsg{id: o.id, ch: o.ch, hash: o.hash, data: o.data})
 	default:
 		d.reject(rep, o.id, o.ch.tag, o.hash, err)
 	}
@@ -295,8 +296,8 @@ func (d *Device) retryHeld(rep *SyncReport) {
 		held := d.held
 		d.held = nil
 		for _, h := range held {
-			o := &opened{id: h.id, ch: h.ch, hash: h.hash, p: h.p}
-			err := d.applyData(o)
+			o := &opened{id: h.id, ch: h.ch, hash: h.hash, data: h.data}
+			err := d.admitData(o)
 			switch {
 			case errors.Is(err, errHeld):
 				d.held = append(d.held, h)
@@ -349,15 +350,49 @@ func (d *Device) applyRoster(o *opened) error {
 }
 
 // applyData merges a message of data writes found in epoch channel o.ch:
-// each must be eligible there (§8.3) and valid (§9.1, §5.5), or none is
-// merged. A write naming a statement not yet known holds the whole message.
-// d.mu is held.
+// each must be valid (§9.1, §5.5) and eligible there (§8.3), or none is
+// merged. Every write is verified first, so a message holding a forgery is
+// rejected at once; then admitData judges eligibility. d.mu is held.
 func (d *Device) applyData(o *opened) error {
+	ws, err := verifyData(o.ch.coll, o.p.Writes)
+	if err != nil {
+		return err
+	}
+	o.data = ws
+	return d.admitData(o)
+}
+
+// verifyData checks every write of a data message with the collection's
+// record.Validator, signature included (§5.5, §9.1). This is the one
+// signature check of a received data write: roster.Chain.CheckVerified, in
+// admitData, takes the result and does not verify again. A bad signature
+// is reported as roster.Chain.CheckWrite reports it (roster.ErrRejected,
+// roster.ErrSignature), wrapping record.ErrSignature.
+func verifyData(coll *collection, sws []SignedWrite) ([]*record.Verified, error) {
+	ws := make([]*record.Verified, 0, len(sws))
+	for i := range sws {
+		x, err := coll.state.Validator().Verify(&sws[i].Body, sws[i].Sig)
+		if errors.Is(err, record.ErrSignature) {
+			return nil, fmt.Errorf("%w: %w: %w", roster.ErrRejected, roster.ErrSignature, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, x)
+	}
+	return ws, nil
+}
+
+// admitData merges the verified writes o.data of a data message found in
+// epoch channel o.ch: each must be eligible there (§8.3), or none is
+// merged. A write naming a statement not yet known holds the whole message,
+// with its verified writes, so a retry does not verify them again.
+// d.mu is held.
+func (d *Device) admitData(o *opened) error {
 	coll := o.ch.coll
-	ws := make([]*record.Write, 0, len(o.p.Writes))
-	for i := range o.p.Writes {
-		sw := &o.p.Writes[i]
-		_, err := coll.chain.CheckWrite(&sw.Body, sw.Sig, o.ch.epoch)
+	ws := make([]*record.Write, 0, len(o.data))
+	for _, x := range o.data {
+		w, err := coll.chain.CheckVerified(x, o.ch.epoch)
 		if errors.Is(err, roster.ErrHeld) {
 			return fmt.Errorf("%w: %w", errHeld, err)
 		}
@@ -365,15 +400,6 @@ func (d *Device) applyData(o *opened) error {
 			return err
 		}
 		if err := checkKey(coll, o.ch); err != nil {
-			return err
-		}
-		r, _ := coll.chain.Roster()
-		n, ok := r.Counter(sw.Body.Ref)
-		if !ok {
-			return fmt.Errorf("%w: ref not followed", roster.ErrNotFollowed)
-		}
-		w, err := coll.state.Validator().Validate(&sw.Body, sw.Sig, n)
-		if err != nil {
 			return err
 		}
 		ws = append(ws, w)

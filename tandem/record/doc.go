@@ -17,6 +17,14 @@
 // own. Validity depends only on the write and the Rules, never on arrival
 // order.
 //
+// A caller that learns e(x) only after the roster has judged the write
+// splits Validate in two: Validator.Verify makes every check, the signature
+// included, and returns a Verified; Verified.InEpoch (called by
+// roster.Chain.CheckVerified) binds e(x) without verifying again. A
+// Verified exists only as the result of a successful Verify; the zero value
+// is refused (ErrUnverified). This is how a client verifies each received
+// signature once (docs/benchmarks/tandem-client.md).
+//
 // # Registers
 //
 // Supersession applies within one register: the assign writes of a

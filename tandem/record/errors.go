@@ -8,6 +8,9 @@ var (
 	// ErrSignature: the write's signature does not verify under
 	// suite.VerifyStrict against its author (§5.5).
 	ErrSignature = errors.New("tandem/record: invalid write signature")
+	// ErrUnverified: a Verified that Validator.Verify did not produce (nil,
+	// or the zero value) was offered as a verified write.
+	ErrUnverified = errors.New("tandem/record: write not verified by Validator.Verify")
 	// ErrMalformed: the write cannot be signed as given: unknown op, HLC
 	// millis beyond 48 bits, or a context or base that is unsorted, repeats a
 	// device or has more than 1,024 entries (§5.5, §9.1, §9.2).

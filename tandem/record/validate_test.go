@@ -90,6 +90,10 @@ func TestValidateRejects(t *testing.T) {
 			if !bytes.Equal(encode(t, s), before) {
 				t.Fatal("rejected write changed the state")
 			}
+			// Verify, the first half of Validate, rejects it the same way.
+			if x, err := testValidator().Verify(&b, sig); !errors.Is(err, c.want) || x != nil {
+				t.Fatalf("Verify = %v, %v; want error %v", x, err, c.want)
+			}
 		})
 	}
 }

@@ -15,8 +15,9 @@ import (
 // the slices its accessors return must not be modified.
 //
 // The only ways to obtain a Write are Validator.Validate (and State.Ingest),
-// State.Build, Resign and DecodeState, so every Write held by a State has
-// passed the checks of Validate.
+// Verified.InEpoch (after Validator.Verify), State.Build, Resign and
+// DecodeState, so every Write held by a State has passed the checks of
+// Validate.
 type Write struct {
 	body  suite.WriteBody
 	id    [32]byte
@@ -117,8 +118,24 @@ func (v *Validator) Named(id [16]byte) bool { return v.rules.Home || v.named[id]
 //   - a delete of a named record (ErrNamedDelete, §7.3);
 //   - a signature that VerifyStrict rejects (ErrSignature, §5.5).
 //
-// body's slices are copied; the caller may reuse them.
+// Validate is Verify followed by Verified.InEpoch. body's slices are
+// copied; the caller may reuse them.
 func (v *Validator) Validate(body *suite.WriteBody, sig []byte, epoch uint64) (*Write, error) {
+	x, err := v.Verify(body, sig)
+	if err != nil {
+		return nil, err
+	}
+	return x.InEpoch(epoch)
+}
+
+// Verify applies every check of Validate, the signature included, to a
+// received write whose source epoch is not known yet, and returns it as a
+// Verified. It is the first half of Validate for a caller that learns e(x)
+// later, from the roster layer (roster.Chain.CheckVerified), so that the
+// write's signature is verified once on its way into a State. It rejects
+// exactly what Validate rejects, with the same errors. body's slices are
+// copied; the caller may reuse them.
+func (v *Validator) Verify(body *suite.WriteBody, sig []byte) (*Verified, error) {
 	if err := v.checkShape(body); err != nil {
 		return nil, err
 	}
@@ -129,7 +146,51 @@ func (v *Validator) Validate(body *suite.WriteBody, sig []byte, epoch uint64) (*
 	if !suite.VerifyStrict(body.Author[:], si, sig) {
 		return nil, ErrSignature
 	}
-	return &Write{body: cloneBody(body), id: suite.WriteID(si), sig: bytes.Clone(sig), epoch: epoch}, nil
+	return &Verified{body: cloneBody(body), id: suite.WriteID(si), sig: bytes.Clone(sig), ok: true}, nil
+}
+
+// Verified is a received data write that passed every check of
+// Validator.Validate, its Ed25519 signature included (§5.5, §9.1), and
+// still lacks e(x), the counter of its source epoch, which the roster layer
+// computes from the body's ref (§8.3). It is immutable; the slices its
+// accessors return must not be modified.
+//
+// The only way to obtain a usable Verified is Validator.Verify: its fields
+// are unexported, and a Verified made any other way (nil, or the zero
+// value) is refused by InEpoch and by roster.Chain.CheckVerified with
+// ErrUnverified. Holding a Verified is therefore proof that its signature
+// was checked, and code that accepts one need not, and does not, check it
+// again.
+type Verified struct {
+	body suite.WriteBody
+	id   [32]byte
+	sig  []byte
+	ok   bool // set only by Verify
+}
+
+// Valid reports whether x was produced by Validator.Verify: false for nil
+// and for the zero value.
+func (x *Verified) Valid() bool { return x != nil && x.ok }
+
+// ID returns the write ID, H(sigInput) (§5.5).
+func (x *Verified) ID() [32]byte { return x.id }
+
+// Body returns a copy of the signed body; its slices alias x's.
+func (x *Verified) Body() suite.WriteBody { return x.body }
+
+// Sig returns the 64-byte Ed25519 signature over sigInput.
+func (x *Verified) Sig() []byte { return x.sig }
+
+// InEpoch returns x as a Write whose source epoch has counter epoch, e(x).
+// As with Validate, epoch must be a function of the body's ref (§8.3);
+// roster.Chain.CheckVerified computes it from the followed roster. It does
+// not verify the signature again. It fails with ErrUnverified if x is not
+// Valid.
+func (x *Verified) InEpoch(epoch uint64) (*Write, error) {
+	if !x.Valid() {
+		return nil, ErrUnverified
+	}
+	return &Write{body: x.body, id: x.id, sig: x.sig, epoch: epoch}, nil
 }
 
 // checkShape applies every rule of Validate except the signature and the

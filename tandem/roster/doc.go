@@ -14,7 +14,8 @@
 //     owner signed, holds out-of-order ones, tells drafts from announced
 //     statements (Origin, Announce), follows the one successor, declares the
 //     collection dead, assembles inventories from fragments, and judges data
-//     writes (CheckWrite).
+//     writes (CheckWrite, or CheckVerified for a write a record.Validator
+//     has verified, so that its signature is checked once).
 //   - Owner operations, pure functions that sign and return without
 //     publishing: Genesis, AddMember, ChangeRole, RemoveMember, Rotate,
 //     Delete. An epoch start returns the new key, its commitment and the
@@ -53,7 +54,8 @@
 //	two owner-signed successors ⇒ dead, even if invalid       9.4          Chain.markCounting, Chain.Dead
 //	drafts are not successors until announced                 9.4, 11.6    Origin, Chain.Announce, Chain.markCounting
 //	holding limits, 30 days by default, injectable clock      9.4, 10.6    Limits, Options.Now, Chain.Expire
-//	write names a followed statement, else held/rejected      8.3          Chain.CheckWrite, Chain.followed
+//	data write signature strictly valid                       5.5          Chain.CheckWrite; record.Validator.Verify for CheckVerified
+//	write names a followed statement, else held/rejected      8.3          Chain.judgeWrite, Chain.followed
 //	held writes wait within limits, released when judgeable   8.3, 9.4     HoldError, Pending, Chain.Resolved
 //	author listed as owner or writer; readers rejected        8.3          Chain.authorized (ErrNotMember, ErrReader)
 //	_meta only by the owner; no delete of a named record      7.3, 8.3     Chain.authorized, Chain.checkWriteShape

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ferry-sync/ferry/tandem/record"
 	"github.com/ferry-sync/ferry/tandem/suite"
 )
 
@@ -22,7 +23,9 @@ import (
 //
 // The write-level checks beyond the signature (op, element and value
 // consistency, vector limits, reserved field names) are tandem/record's
-// Validator; CheckWrite answers who may write what, where.
+// Validator; CheckWrite answers who may write what, where. A caller that
+// runs both should use Validator.Verify and CheckVerified instead, which
+// verify the signature once.
 //
 // Eligible in channel E iff the source epoch of the statement the write
 // names is E, or the write ID and record ID are both listed in the
@@ -33,28 +36,61 @@ func (c *Chain) CheckWrite(w *suite.WriteBody, sig []byte, channel [32]byte) ([3
 	if err != nil {
 		return id, fmt.Errorf("%w: %w: %w", ErrRejected, ErrSignature, err)
 	}
+	return id, c.judgeWrite(w, id, channel)
+}
+
+// CheckVerified judges, as CheckWrite does, a data write that a
+// record.Validator has already verified (record.Validator.Verify: shape,
+// encodability and the strict signature check of §5.5), and returns it as
+// a record.Write whose e(x) is the key counter of the source epoch of the
+// statement it names (§8.3, tandem-gaps.md "Supersession"), ready for
+// record.State.Add. It does not verify the signature again: the
+// *record.Verified is the proof that it was checked.
+//
+// x must come from Validator.Verify: nil or a zero record.Verified is
+// refused with ErrRejected and record.ErrUnverified, so no write reaches a
+// State through here unverified. The other verdicts are CheckWrite's:
+// ErrHeld, ErrRejected or ErrDead. On any error the Write is nil.
+func (c *Chain) CheckVerified(x *record.Verified, channel [32]byte) (*record.Write, error) {
+	if !x.Valid() {
+		return nil, fmt.Errorf("%w: %w", ErrRejected, record.ErrUnverified)
+	}
+	w := x.Body()
+	if err := c.judgeWrite(&w, x.ID(), channel); err != nil {
+		return nil, err
+	}
+	n, ok := c.roster.Counter(w.Ref)
+	if !ok { // cannot happen: judgeWrite found w.Ref in the followed roster
+		return nil, fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotFollowed, w.Ref)
+	}
+	return x.InEpoch(n)
+}
+
+// judgeWrite applies every check of CheckWrite but the signature to a
+// write whose signature was verified and whose write ID is id.
+func (c *Chain) judgeWrite(w *suite.WriteBody, id, channel [32]byte) error {
 	if err := c.checkWriteShape(w); err != nil {
-		return id, err
+		return err
 	}
 	if c.dead != nil {
-		return id, ErrDead
+		return ErrDead
 	}
 	if c.roster == nil {
 		if c.genesis == nil {
-			return id, held(w.Ref, ErrUnknownStatement, "(no genesis yet)")
+			return held(w.Ref, ErrUnknownStatement, "(no genesis yet)")
 		}
-		return id, fmt.Errorf("%w: %w: invalid genesis", ErrRejected, ErrNotFollowed)
+		return fmt.Errorf("%w: %w: invalid genesis", ErrRejected, ErrNotFollowed)
 	}
 	if err := c.followed(w.Ref, ErrUnknownStatement); err != nil {
-		return id, err
+		return err
 	}
 	if err := c.authorized(w); err != nil {
-		return id, err
+		return err
 	}
 	if err := c.followed(channel, ErrNotEpoch); err != nil {
-		return id, err
+		return err
 	}
-	return id, c.eligibleIn(w, id, channel)
+	return c.eligibleIn(w, id, channel)
 }
 
 // checkWriteShape rejects what can be judged from the write alone.

@@ -54,6 +54,7 @@ func (w *world) check(t testing.TB, c *Chain, x signedWrite, channel [32]byte) e
 	if err == nil && id != x.id {
 		t.Fatal("write ID")
 	}
+	checkVerifiedAgrees(t, c, x, channel, err)
 	return err
 }
 
