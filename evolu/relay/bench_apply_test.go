@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/protocol"
@@ -76,6 +77,60 @@ func BenchmarkApplyReconcile100k(b *testing.B) {
 		b.StopTimer()
 		a := protocol.NewMemoryStorage()
 		writeAll(b, a, o, clientSet)
+		a.Fingerprint(context.Background(), o, 0, 0) // build the client's prefix XORs
+		b.StartTimer()
+		exchange(b, srv, a, o, key)
+	}
+}
+
+// BenchmarkApplyReconcile100kScattered is the reconciliation of the
+// side-by-side benchmark (evolu/interop BenchmarkRelayReconcile100k) in
+// process: 100,005 timestamps, 5 only on the client and 5 only on the relay,
+// scattered over the whole range (more ranges to split than the clustered
+// differences of BenchmarkApplyReconcile100k). So that every iteration
+// reconciles the same differences without reloading the relay, the client's
+// 5 get new timestamps (same millis, next counter) in each iteration, and
+// the client also holds those of the earlier iterations, which the relay
+// already has.
+func BenchmarkApplyReconcile100kScattered(b *testing.B) {
+	srv, err := relay.New(context.Background(), relay.Config{DBPath: filepath.Join(b.TempDir(), "r.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	o := protocol.OwnerID{3}
+	key := protocol.WriteKey{3}
+	const n = 100_005
+	at := func(i, round int) protocol.EncryptedMessage {
+		c := make([]byte, 100)
+		c[0], c[1] = byte(i), byte(i>>8)
+		return protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: uint64(1_700_000_000_000 + i), Counter: uint16(round), NodeID: protocol.NodeID{1}}, Change: c}
+	}
+	onlyClient := []int{10, 20_000, 50_000, 77_777, 100_004}
+	onlyRelay := map[int]bool{0: true, 33_333: true, 50_001: true, 99_999: true, 100_003: true}
+	var shared []protocol.EncryptedMessage
+	for i := range n {
+		if !onlyRelay[i] && !slices.Contains(onlyClient, i) {
+			shared = append(shared, at(i, 0))
+		}
+	}
+	var relaySet []protocol.EncryptedMessage
+	for i := range onlyRelay {
+		relaySet = append(relaySet, at(i, 0))
+	}
+	writeAll(b, srv.Storage(), o, append(relaySet, shared...))
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		round++
+		a := protocol.NewMemoryStorage()
+		var own []protocol.EncryptedMessage
+		for r := 1; r <= round; r++ {
+			for _, i := range onlyClient {
+				own = append(own, at(i, r))
+			}
+		}
+		writeAll(b, a, o, append(own, shared...))
 		a.Fingerprint(context.Background(), o, 0, 0) // build the client's prefix XORs
 		b.StartTimer()
 		exchange(b, srv, a, o, key)

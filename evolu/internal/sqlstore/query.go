@@ -35,43 +35,17 @@ func (s *Store) prefixFP(ctx context.Context, owner protocol.OwnerID, x *ownerIn
 		return fp, nil
 	}
 	k, off := x.locate(i)
-	b := x.blocks[k]
 	switch {
 	case off == 0:
 		return x.prefixFP[k], nil
-	case off == b.n:
+	case off == x.blocks[k].n:
 		return x.prefixFP[k+1], nil
-	case off <= b.n/2:
-		part, err := s.xorRows(ctx, `select fp from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], b.start[:], off)
-		return x.prefixFP[k].Xor(part), err
-	case k+1 < len(x.blocks):
-		// Fewer rows from the block's end: XOR them out of the block.
-		part, err := s.xorRows(ctx, `select fp from evolu_ts where owner = ? and t >= ? and t < ? order by t desc limit ?`,
-			owner[:], b.start[:], x.blocks[k+1].start[:], b.n-off)
-		return x.prefixFP[k+1].Xor(part), err
-	default:
-		part, err := s.xorRows(ctx, `select fp from evolu_ts where owner = ? and t >= ? order by t desc limit ?`, owner[:], b.start[:], b.n-off)
-		return x.prefixFP[k+1].Xor(part), err
 	}
-}
-
-func (s *Store) xorRows(ctx context.Context, q string, args ...any) (protocol.Fingerprint, error) {
-	var acc protocol.Fingerprint
-	rows, err := s.query(ctx, q, args...)
+	r, err := s.blockRows(ctx, owner, x, k)
 	if err != nil {
-		return acc, fmt.Errorf("sqlstore: fingerprint: %w", err)
+		return fp, err
 	}
-	defer rows.Close()
-	var fp []byte
-	for rows.Next() {
-		if err := rows.Scan(&fp); err != nil {
-			return acc, fmt.Errorf("sqlstore: fingerprint: %w", err)
-		}
-		var f protocol.Fingerprint
-		copy(f[:], fp)
-		acc = acc.Xor(f)
-	}
-	return acc, rows.Err()
+	return x.prefixFP[k].Xor(r.pfx[off]), nil
 }
 
 // Fingerprint implements protocol.Storage.
@@ -101,15 +75,12 @@ func (s *Store) fingerprint(ctx context.Context, owner protocol.OwnerID, x *owne
 
 // timestampAt reads the timestamp at index i < size.
 func (s *Store) timestampAt(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, i int) (protocol.TimestampBytes, error) {
-	var t protocol.TimestampBytes
 	k, off := x.locate(i)
-	var raw []byte
-	err := s.scanRow(ctx, `select t from evolu_ts where owner = ? and t >= ? order by t limit 1 offset ?`, []any{owner[:], x.blocks[k].start[:], off}, &raw)
+	r, err := s.blockRows(ctx, owner, x, k)
 	if err != nil {
-		return t, fmt.Errorf("sqlstore: timestamp at %d: %w", i, err)
+		return protocol.TimestampBytes{}, fmt.Errorf("sqlstore: timestamp at %d: %w", i, err)
 	}
-	copy(t[:], raw)
-	return t, nil
+	return r.ts[off], nil
 }
 
 // FingerprintRanges implements protocol.Storage.
@@ -165,12 +136,11 @@ func (s *Store) FindLowerBound(ctx context.Context, owner protocol.OwnerID, begi
 	if k < 0 {
 		return 0, nil
 	}
-	var n int
-	err = s.scanRow(ctx, `select count(*) from (select 1 from evolu_ts where owner = ? and t >= ? and t < ? limit ?)`, []any{owner[:], x.blocks[k].start[:], ub.Timestamp[:], x.blocks[k].n}, &n)
+	r, err := s.blockRows(ctx, owner, x, k)
 	if err != nil {
 		return 0, fmt.Errorf("sqlstore: lower bound: %w", err)
 	}
-	return min(x.prefixN[k]+n, end), nil
+	return min(x.prefixN[k]+r.lowerBound(ub.Timestamp), end), nil
 }
 
 // Iterate implements protocol.Storage. It reads in chunks and calls fn

@@ -80,6 +80,7 @@ type Store struct {
 	mu     sync.Mutex
 	owners map[protocol.OwnerID]*ownerIndex
 	stmts  map[string]*sql.Stmt
+	rows   *rowCache
 	// maxOwners overrides maxCachedOwners in tests.
 	maxOwners int
 }
@@ -101,7 +102,8 @@ func Open(ctx context.Context, path string, cfg Config, extraSchema string) (*St
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: schema: %w", err)
 	}
-	return &Store{db: db, cfg: cfg, owners: make(map[protocol.OwnerID]*ownerIndex), stmts: make(map[string]*sql.Stmt)}, nil
+	return &Store{db: db, cfg: cfg, owners: make(map[protocol.OwnerID]*ownerIndex), stmts: make(map[string]*sql.Stmt),
+		rows: newRowCache(maxCachedBlocks)}, nil
 }
 
 // DB is the underlying database, for the client's own tables.

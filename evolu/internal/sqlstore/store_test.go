@@ -232,3 +232,43 @@ func TestEvictedIndexesReload(t *testing.T) {
 		compare(t, ctx, r, s, mem, protocol.OwnerID{byte(i)})
 	}
 }
+
+// TestRowCacheEvicts checks that the block-row cache keeps at most its
+// capacity, least recently used first out, and forgets dropped blocks.
+func TestRowCacheEvicts(t *testing.T) {
+	c := newRowCache(2)
+	key := func(i byte) blockKey { return blockKey{owner: protocol.OwnerID{1}, start: protocol.TimestampBytes{i}} }
+	rows := &blockRows{}
+	c.put(key(1), rows)
+	c.put(key(2), rows)
+	c.get(key(1)) // 2 is now the least recently used
+	c.put(key(3), rows)
+	if c.get(key(2)) != nil || c.get(key(1)) == nil || c.get(key(3)) == nil {
+		t.Fatal("cache did not evict the least recently used block")
+	}
+	c.drop(protocol.OwnerID{1}, []protocol.TimestampBytes{key(1).start})
+	if c.get(key(1)) != nil || c.get(key(3)) == nil || c.order.Len() != 1 {
+		t.Fatal("drop did not forget exactly the dropped block")
+	}
+}
+
+// TestRowCacheTinyMatchesMemoryStorage runs the reference comparison with a
+// cache of one block, so rows are evicted and reread all the time.
+func TestRowCacheTinyMatchesMemoryStorage(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(2, 2))
+	s := openTest(t, Config{})
+	s.rows = newRowCache(1)
+	mem := protocol.NewMemoryStorage()
+	owner := protocol.OwnerID{1}
+	for range 8 {
+		batch := randomBatch(r, 1+r.IntN(400))
+		if err := s.WriteMessages(ctx, owner, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.WriteMessages(ctx, owner, batch); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, ctx, r, s, mem, owner)
+	}
+}

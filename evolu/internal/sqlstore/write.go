@@ -115,6 +115,7 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 	if err := tx.Commit(); err != nil {
 		return nil, none, fmt.Errorf("sqlstore: commit: %w", err)
 	}
+	s.rows.drop(owner, ix.changedStarts())
 	return ix.blocks, ix.max, nil
 }
 
@@ -307,6 +308,16 @@ func (e *blockEditor) split(ctx context.Context, tx *sql.Tx, owner protocol.Owne
 		return nil, fmt.Errorf("sqlstore: split: block of %d has %d rows", b.n, i)
 	}
 	return parts, nil
+}
+
+// changedStarts are the starts of the blocks whose rows changed or that no
+// longer exist.
+func (e *blockEditor) changedStarts() []protocol.TimestampBytes {
+	out := slices.Clone(e.deleted)
+	for t := range e.touched {
+		out = append(out, t)
+	}
+	return out
 }
 
 func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID) error {

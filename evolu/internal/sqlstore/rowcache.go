@@ -1,0 +1,137 @@
+package sqlstore
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/ferry-sync/ferry/evolu/protocol"
+)
+
+// Block rows in memory (docs/decisions/evolu-block-row-cache.md).
+//
+// Reconciliation asks, for the same few blocks, for a prefix fingerprint
+// and the timestamp at a bucket boundary (FingerprintRanges), then, in the
+// next round, for the fingerprint up to that same boundary and the index of
+// the same timestamp (Fingerprint, FindLowerBound). Each was one SQL query of
+// up to 64 rows. A block's rows, read once with one query, answer all of
+// them from memory.
+
+// maxCachedBlocks bounds the blocks whose rows are kept, over all owners:
+// about 4 KB each (128 × 16-byte timestamps and 12-byte prefix
+// fingerprints), so at most about 8 MB.
+const maxCachedBlocks = 2048
+
+// blockRows are the rows of one block, in timestamp order.
+type blockRows struct {
+	ts []protocol.TimestampBytes
+	// pfx[j] is the XOR of the fingerprints of ts[:j]; len(ts)+1 entries.
+	pfx []protocol.Fingerprint
+}
+
+type blockKey struct {
+	owner protocol.OwnerID
+	start protocol.TimestampBytes
+}
+
+// rowCache is a least-recently-used set of blockRows. Entries are valid
+// while the block's rows do not change: Write drops the blocks it touched
+// after its commit.
+type rowCache struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *rowEntry, most recent first
+	byKey map[blockKey]*list.Element
+}
+
+type rowEntry struct {
+	key  blockKey
+	rows *blockRows
+}
+
+func newRowCache(max int) *rowCache {
+	return &rowCache{max: max, order: list.New(), byKey: make(map[blockKey]*list.Element)}
+}
+
+func (c *rowCache) get(k blockKey) *blockRows {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.byKey[k]
+	if e == nil {
+		return nil
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*rowEntry).rows
+}
+
+func (c *rowCache) put(k blockKey, r *blockRows) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byKey[k]; e != nil {
+		e.Value.(*rowEntry).rows = r
+		c.order.MoveToFront(e)
+		return
+	}
+	c.byKey[k] = c.order.PushFront(&rowEntry{key: k, rows: r})
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.byKey, last.Value.(*rowEntry).key)
+	}
+}
+
+// drop forgets the blocks of owner that start at starts.
+func (c *rowCache) drop(owner protocol.OwnerID, starts []protocol.TimestampBytes) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range starts {
+		k := blockKey{owner, s}
+		if e := c.byKey[k]; e != nil {
+			c.order.Remove(e)
+			delete(c.byKey, k)
+		}
+	}
+}
+
+// blockRows returns the rows of block k of x (x.mu held), reading them with
+// one query on a miss.
+func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, k int) (*blockRows, error) {
+	b := x.blocks[k]
+	key := blockKey{owner, b.start}
+	if r := s.rows.get(key); r != nil && len(r.ts) == b.n {
+		return r, nil
+	}
+	rows, err := s.query(ctx, `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], b.start[:], b.n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
+	}
+	defer rows.Close()
+	r := &blockRows{ts: make([]protocol.TimestampBytes, 0, b.n), pfx: make([]protocol.Fingerprint, 1, b.n+1)}
+	var traw, fraw []byte
+	for rows.Next() {
+		if err := rows.Scan(&traw, &fraw); err != nil {
+			return nil, fmt.Errorf("sqlstore: block rows: %w", err)
+		}
+		var t protocol.TimestampBytes
+		var f protocol.Fingerprint
+		copy(t[:], traw)
+		copy(f[:], fraw)
+		r.ts = append(r.ts, t)
+		r.pfx = append(r.pfx, r.pfx[len(r.pfx)-1].Xor(f))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
+	}
+	if len(r.ts) != b.n {
+		return nil, fmt.Errorf("sqlstore: block rows: block of %d has %d rows", b.n, len(r.ts))
+	}
+	s.rows.put(key, r)
+	return r, nil
+}
+
+// lowerBound is the offset in r of the first timestamp >= t (len when none).
+func (r *blockRows) lowerBound(t protocol.TimestampBytes) int {
+	return sort.Search(len(r.ts), func(j int) bool { return r.ts[j].Compare(t) >= 0 })
+}
