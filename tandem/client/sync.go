@@ -368,6 +368,7 @@ func (d *Device) applyData(o *opened) error {
 // admitData, takes the result and does not verify again. A bad signature
 // is reported as roster.Chain.CheckWrite reports it (roster.ErrRejected,
 // roster.ErrSignature), wrapping record.ErrSignature.
+// See docs/decisions/tandem-client-verify-once.md.
 func verifyData(coll *collection, sws []SignedWrite) ([]*record.Verified, error) {
 	ws := make([]*record.Verified, 0, len(sws))
 	for i := range sws {
