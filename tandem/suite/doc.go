@@ -19,8 +19,9 @@
 // Where the spec is silent, the choices are recorded in
 // docs/decisions/tandem-suite-*.md: inventory encoding (inventory),
 // SigInput's refusals (write-limits), envelope errors (envelope), strict
-// Ed25519 details (verify), the pairing reply (pair-reply) and the other
-// signed byte strings (signed-strings).
+// Ed25519 details (verify), the pairing reply (pair-reply), the other
+// signed byte strings (signed-strings), the pairing tag (pairing-tag) and
+// the keys and AAD of HPKE (hpke-keys).
 //
 // Written by hand: only the Tandem-specific byte layouts, and the strict
 // Ed25519 acceptance rules of §5.5 on top of filippo.io/edwards25519. All

@@ -186,7 +186,8 @@ func hpkeSuite() (hpke.KDF, hpke.AEAD) { return hpke.HKDFSHA256(), hpke.ChaCha20
 
 // hpkeSeal seals plaintext to the X25519 public key pub in HPKE base mode
 // and returns enc || ct (§5.4 "HPKE wire format"). Randomness comes from
-// crypto/rand inside crypto/hpke.
+// crypto/rand inside crypto/hpke. The recipient's key is the X25519 key
+// itself, never DeriveKeyPair's (docs/decisions/tandem-suite-hpke-keys.md).
 func hpkeSeal(pub [32]byte, info, aad, plaintext []byte) ([]byte, error) {
 	pk, err := ecdh.X25519().NewPublicKey(pub[:])
 	if err != nil {

@@ -142,7 +142,9 @@ type Pairing struct {
 	Tag    string   // b32(KDF(P, "", "tandem/v1/tag", 20)) — from P itself, as §5.6 says
 }
 
-// NewPairing derives a pairing session's key and tag from P.
+// NewPairing derives a pairing session's key and tag from P. The tag comes
+// from P, not from the pairing key, as §5.6's table says
+// (docs/decisions/tandem-suite-pairing-tag.md).
 func NewPairing(p [32]byte) *Pairing {
 	return &Pairing{
 		Secret: p,
