@@ -16,7 +16,7 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
 )
 
-// Benchmarks against the real Dovecot (user carol). See
+// Benchmarks against the real Dovecot (user grace). See
 // docs/benchmarks/tandem-hub.md for figures and the command.
 
 const (
@@ -24,7 +24,7 @@ const (
 	syncEnvelope = 1024 // bytes: a typical record-state message
 )
 
-// populate makes carol's Tandem folder hold exactly syncMessages messages.
+// populate makes grace's Tandem folder hold exactly syncMessages messages.
 func populate(b *testing.B, cfg Config) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -63,7 +63,7 @@ func populate(b *testing.B, cfg Config) {
 // iteration runs both, one after the other, so that load from elsewhere on
 // the machine hits both alike; it reports their times and the ratio.
 func BenchmarkInitialSync(b *testing.B) {
-	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "carol")
+	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "grace")
 	populate(b, cfg)
 	ctx := context.Background()
 	s, err := Open(ctx, cfg)
@@ -220,7 +220,7 @@ func rawRead(rd *bufio.Reader, buf []byte) (n int, total int64, err error) {
 // BenchmarkPushLatency: append on connection A until Watch's callback on
 // connection B; reports p50 and p95.
 func BenchmarkPushLatency(b *testing.B) {
-	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "carol")
+	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "grace")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, err := Open(ctx, cfg)

@@ -18,7 +18,8 @@ import (
 //
 //	alice  conformance suite, QRESYNC (127.0.0.1:1143)
 //	bob    conformance suite, no QRESYNC, namespace prefix INBOX. (:1144)
-//	carol  benchmarks
+//	carol  not used here (cmd/ferry TestDemoDovecot)
+//	grace  benchmarks
 //	dave   one folder seen through both instances
 //	erin   UIDVALIDITY change
 //	frank  IDLE re-issue
