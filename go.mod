@@ -2,24 +2,26 @@ module github.com/ferry-sync/ferry
 
 go 1.26.8
 
-require github.com/spf13/cobra v1.10.2
+require (
+	filippo.io/edwards25519 v1.2.0
+	github.com/coder/websocket v1.8.15
+	github.com/flynn/noise v1.1.0
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/crypto v0.59.0
+	golang.org/x/text v0.44.0
+	modernc.org/sqlite v1.62.0
+)
 
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
-	github.com/coder/websocket v1.8.15 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/flynn/noise v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )
