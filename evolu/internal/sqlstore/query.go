@@ -234,54 +234,63 @@ func (s *Store) ReadChange(ctx context.Context, owner protocol.OwnerID, t protoc
 }
 
 // Read-ahead bounds: at most aheadRows changes and aheadBytes bytes (but
-// always the requested one).
+// always the requested one); a change over aheadOne bytes is read only when
+// requested, on its own.
 const (
-	aheadRows  = 64
-	aheadBytes = 1 << 20
+	aheadRows  = 256
+	aheadBytes = 256 << 10
+	aheadOne   = 64 << 10
 )
 
-// readAhead reads the change of t and those of the timestamps after it.
+// readAhead reads the change of t and those of the timestamps after it, in
+// one query. SQLite reads a blob's length from the record header, so a large
+// change is not loaded only to be dropped.
 func (s *Store) readAhead(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes) (map[protocol.TimestampBytes][]byte, error) {
-	// Sizes first (SQLite reads a blob's length from the record header), so
-	// a run of huge changes is not loaded only to be dropped.
-	rows, err := s.query(ctx, `select length(change) from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], t[:], aheadRows)
+	out := make(map[protocol.TimestampBytes][]byte)
+	large, err := s.readAheadRows(ctx, owner, t, out)
+	if err != nil || !large {
+		return out, err
+	}
+	// The requested change is too large to read ahead: read it alone (after
+	// the read-ahead query released its connection).
+	var c []byte
+	if err := s.scanRow(ctx, `select change from evolu_change where owner = ? and t = ?`, []any{owner[:], t[:]}, &c); err != nil {
+		return nil, err
+	}
+	out[t] = c
+	return out, nil
+}
+
+// readAheadRows fills out from t on, and reports whether the first change
+// was too large to read ahead.
+func (s *Store) readAheadRows(ctx context.Context, owner protocol.OwnerID, t protocol.TimestampBytes, out map[protocol.TimestampBytes][]byte) (bool, error) {
+	rows, err := s.query(ctx, `select t, length(change), case when length(change) <= ? then change end
+		from evolu_change where owner = ? and t >= ? order by t limit ?`, aheadOne, owner[:], t[:], aheadRows)
 	if err != nil {
-		return nil, err
-	}
-	n, total := 0, 0
-	for rows.Next() {
-		var l int
-		if err := rows.Scan(&l); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if n > 0 && total+l > aheadBytes {
-			break
-		}
-		n++
-		total += l
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make(map[protocol.TimestampBytes][]byte, n)
-	if n == 0 {
-		return out, nil
-	}
-	rows, err = s.query(ctx, `select t, change from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], t[:], n)
-	if err != nil {
-		return nil, err
+		return false, err
 	}
 	defer rows.Close()
+	total := 0
 	for rows.Next() {
 		var traw, c []byte
-		if err := rows.Scan(&traw, &c); err != nil {
-			return nil, err
+		var l int
+		if err := rows.Scan(&traw, &l, &c); err != nil {
+			return false, err
+		}
+		first := len(out) == 0
+		if l > aheadOne {
+			return first, nil
+		}
+		if !first && total+l > aheadBytes {
+			break
+		}
+		if c == nil {
+			c = []byte{}
 		}
 		var k protocol.TimestampBytes
 		copy(k[:], traw)
 		out[k] = c
+		total += l
 	}
-	return out, rows.Err()
+	return false, rows.Err()
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -270,5 +271,44 @@ func TestRowCacheTinyMatchesMemoryStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 		compare(t, ctx, r, s, mem, owner)
+	}
+}
+
+// TestReadChangeSizes reads changes of every size class of the read-ahead
+// (empty, small, over aheadOne, over aheadBytes), in order and out of order.
+func TestReadChangeSizes(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Config{})
+	owner := protocol.OwnerID{7}
+	sizes := []int{0, 10, aheadOne + 1, 5, aheadBytes + 1, 0, aheadOne, 100, aheadOne + 2, 1}
+	for i := range 300 {
+		sizes = append(sizes, 1000+i)
+	}
+	var msgs []protocol.EncryptedMessage
+	for i, n := range sizes {
+		c := make([]byte, n)
+		for j := range c {
+			c[j] = byte(i + j)
+		}
+		msgs = append(msgs, protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: uint64(1000 + i)}, Change: c})
+	}
+	if err := s.WriteMessages(ctx, owner, msgs); err != nil {
+		t.Fatal(err)
+	}
+	check := func(i int) {
+		t.Helper()
+		got, err := s.ReadChange(ctx, owner, msgs[i].Timestamp.Bytes())
+		if err != nil || string(got) != string(msgs[i].Change) {
+			t.Fatalf("ReadChange(%d) = %d bytes, %v; want %d bytes", i, len(got), err, len(msgs[i].Change))
+		}
+	}
+	for i := range msgs {
+		check(i)
+	}
+	for _, i := range rand.New(rand.NewPCG(3, 3)).Perm(len(msgs)) {
+		check(i)
+	}
+	if _, err := s.ReadChange(ctx, owner, protocol.Timestamp{Millis: 1}.Bytes()); !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("ReadChange of a missing timestamp: %v, want sql.ErrNoRows", err)
 	}
 }

@@ -54,7 +54,7 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 			tx.Rollback()
 		}
 	}()
-	fresh, added, err := s.freshMessages(ctx, tx, owner, msgs)
+	fresh, added, err := s.freshMessages(ctx, tx, owner, x, msgs)
 	if err != nil {
 		return nil, none, err
 	}
@@ -122,9 +122,10 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 // batch is the largest number of rows or values one statement carries.
 const batch = 256
 
-// freshMessages returns the messages whose timestamps the owner does not
-// have yet (the first of any duplicates in msgs) and their change bytes.
-func (s *Store) freshMessages(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, msgs []protocol.EncryptedMessage) ([]protocol.EncryptedMessage, int64, error) {
+// freshMessages returns the messages whose timestamps the owner (indexed by
+// x) does not have yet (the first of any duplicates in msgs) and their
+// change bytes.
+func (s *Store) freshMessages(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, x *ownerIndex, msgs []protocol.EncryptedMessage) ([]protocol.EncryptedMessage, int64, error) {
 	seen := make(map[protocol.TimestampBytes]bool, len(msgs))
 	unique := make([]protocol.EncryptedMessage, 0, len(msgs))
 	for _, m := range msgs {
@@ -134,9 +135,31 @@ func (s *Store) freshMessages(ctx context.Context, tx *sql.Tx, owner protocol.Ow
 			unique = append(unique, m)
 		}
 	}
+	var exists map[protocol.TimestampBytes]bool
+	// Messages all after the owner's greatest timestamp (a push of new
+	// changes) cannot exist: no need to look them up.
+	if !allAfter(x, unique) {
+		var err error
+		if exists, err = s.existing(ctx, tx, owner, unique); err != nil {
+			return nil, 0, err
+		}
+	}
+	var fresh []protocol.EncryptedMessage
+	var added int64
+	for _, m := range unique {
+		if !exists[m.Timestamp.Bytes()] {
+			fresh = append(fresh, m)
+			added += int64(len(m.Change))
+		}
+	}
+	return fresh, added, nil
+}
+
+// existing returns which of msgs' timestamps the owner has.
+func (s *Store) existing(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, msgs []protocol.EncryptedMessage) (map[protocol.TimestampBytes]bool, error) {
 	exists := make(map[protocol.TimestampBytes]bool)
-	for from := 0; from < len(unique); from += batch {
-		part := unique[from:min(from+batch, len(unique))]
+	for from := 0; from < len(msgs); from += batch {
+		part := msgs[from:min(from+batch, len(msgs))]
 		// Pad the list to a power of two with its first value, so a few
 		// prepared statements serve every batch.
 		n := 1
@@ -152,36 +175,48 @@ func (s *Store) freshMessages(ctx context.Context, tx *sql.Tx, owner protocol.Ow
 		q := "select t from evolu_ts where owner = ? and t in (?" + strings.Repeat(", ?", n-1) + ")"
 		st, err := s.TxStmt(ctx, tx, q)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		rows, err := st.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, 0, fmt.Errorf("sqlstore: existing timestamps: %w", err)
-		}
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				rows.Close()
-				return nil, 0, fmt.Errorf("sqlstore: existing timestamps: %w", err)
-			}
-			var t protocol.TimestampBytes
-			copy(t[:], raw)
-			exists[t] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, 0, fmt.Errorf("sqlstore: existing timestamps: %w", err)
+		if err := scanExisting(ctx, st, args, exists); err != nil {
+			return nil, err
 		}
 	}
-	var fresh []protocol.EncryptedMessage
-	var added int64
-	for _, m := range unique {
-		if !exists[m.Timestamp.Bytes()] {
-			fresh = append(fresh, m)
-			added += int64(len(m.Change))
+	return exists, nil
+}
+
+func scanExisting(ctx context.Context, st *sql.Stmt, args []any, exists map[protocol.TimestampBytes]bool) error {
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return fmt.Errorf("sqlstore: existing timestamps: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return fmt.Errorf("sqlstore: existing timestamps: %w", err)
+		}
+		var t protocol.TimestampBytes
+		copy(t[:], raw)
+		exists[t] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: existing timestamps: %w", err)
+	}
+	return nil
+}
+
+// allAfter reports whether every message comes after the greatest
+// timestamp of x, so that x has none of them.
+func allAfter(x *ownerIndex, msgs []protocol.EncryptedMessage) bool {
+	if x.size() == 0 {
+		return true
+	}
+	for _, m := range msgs {
+		if m.Timestamp.Bytes().Compare(x.max) <= 0 {
+			return false
 		}
 	}
-	return fresh, added, nil
+	return true
 }
 
 // insertRows inserts n rows of cols values each into table ("name (cols)"),
