@@ -16,7 +16,9 @@ import (
 // own process on 127.0.0.1. Every iteration starts both relays empty, runs the
 // workload against the TS relay (the anchor) and then the Ferry relay, and
 // reports per relay: wall-clock of the timed steps, bytes on the wire, rounds
-// and the relay process's peak RSS (VmHWM), plus the ratios. Run with
+// and the relay process's peak RSS (VmHWM), plus the ratios; and, apart, the
+// time the client waited for replies (send to reply read, summed over rounds),
+// the relays' own share under the same client. Run with
 //
 //	go test ./evolu/interop -run '^$' -bench Relay -benchtime 1x
 //
@@ -52,6 +54,10 @@ type workloadResult struct {
 	Rounds        int
 	PeakRSS       int64
 	RelayCPU      time.Duration // CPU the relay process used in the timed steps
+	// Wait is the part of Elapsed the client spent waiting for replies
+	// (wsStats.Wait summed over sessions): same client, so the fair
+	// relay-only comparison.
+	Wait time.Duration
 }
 
 // timed runs step and adds its relay CPU time to res.
@@ -82,8 +88,8 @@ func runOn(b *testing.B, k relayKind, fn func(ctx context.Context, r *relayProc)
 		b.Fatal(err)
 	}
 	res.PeakRSS = rss
-	b.Logf("%s relay: %v (relay CPU %v), %d B sent, %d B received, %d rounds, peak RSS %.1f MiB",
-		k.name, res.Elapsed, res.RelayCPU, res.BytesSent, res.BytesReceived, res.Rounds, float64(rss)/(1<<20))
+	b.Logf("%s relay: %v (waiting for replies %v, relay CPU %v), %d B sent, %d B received, %d rounds, peak RSS %.1f MiB",
+		k.name, res.Elapsed, res.Wait, res.RelayCPU, res.BytesSent, res.BytesReceived, res.Rounds, float64(rss)/(1<<20))
 	if err := r.Stop(); err != nil {
 		b.Logf("%s relay exit: %v", k.name, err)
 	}
@@ -123,6 +129,7 @@ func median(rs []workloadResult) workloadResult {
 		Rounds:        int(pick(func(r workloadResult) int64 { return int64(r.Rounds) })),
 		PeakRSS:       pick(func(r workloadResult) int64 { return r.PeakRSS }),
 		RelayCPU:      time.Duration(pick(func(r workloadResult) int64 { return int64(r.RelayCPU) })),
+		Wait:          time.Duration(pick(func(r workloadResult) int64 { return int64(r.Wait) })),
 	}
 }
 
@@ -145,6 +152,11 @@ func report(b *testing.B, ts, ferry, ts811 workloadResult) {
 	b.ReportMetric(float64(ts.Elapsed.Milliseconds()), "ts-ms")
 	b.ReportMetric(float64(ferry.Elapsed.Milliseconds()), "ferry-ms")
 	b.ReportMetric(float64(ts.Elapsed)/float64(ferry.Elapsed), "speedup-x")
+	b.ReportMetric(float64(ts.Wait.Microseconds())/1000, "ts-wait-ms")
+	b.ReportMetric(float64(ferry.Wait.Microseconds())/1000, "ferry-wait-ms")
+	if ferry.Wait > 0 {
+		b.ReportMetric(float64(ts.Wait)/float64(ferry.Wait), "wait-speedup-x")
+	}
 	b.ReportMetric(float64(ts.RelayCPU.Milliseconds()), "ts-cpu-ms")
 	b.ReportMetric(float64(ferry.RelayCPU.Milliseconds()), "ferry-cpu-ms")
 	if ferry.RelayCPU > 0 {
@@ -212,6 +224,7 @@ func BenchmarkRelayPush20kPull(b *testing.B) {
 			return res, err
 		}
 		res.Elapsed = push.Duration + pull.Duration
+		res.Wait = push.Wait + pull.Wait
 		res.BytesSent = push.BytesSent + pull.BytesSent
 		res.BytesReceived = push.BytesReceived + pull.BytesReceived
 		res.Rounds = push.Rounds + pull.Rounds
@@ -279,6 +292,7 @@ func BenchmarkRelayReconcile100k(b *testing.B) {
 			return res, fmt.Errorf("relay after reconcile: %w", err)
 		}
 		res.Elapsed, res.BytesSent, res.BytesReceived, res.Rounds = s.Duration, s.BytesSent, s.BytesReceived, s.Rounds
+		res.Wait = s.Wait
 		return res, nil
 	}
 	runAll(b, relayKinds(e), workload)

@@ -19,6 +19,10 @@ type wsStats struct {
 	BytesReceived int64
 	Outcome       protocol.ClientOutcome
 	Duration      time.Duration
+	// Wait is the sum over rounds of the time from sending a request to
+	// having read the relay's reply: the relay's share of Duration (its
+	// work plus the loopback transfer), without the client's own work.
+	Wait time.Duration
 }
 
 // protocolSync is the benchmark's client workload, the same for both relays:
@@ -37,7 +41,9 @@ func protocolSync(ctx context.Context, url string, owner protocol.OwnerID, key p
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(protocol.MaxMaxSize)
+	var sentAt time.Time
 	send := func(b []byte) error {
+		sentAt = time.Now()
 		s.Rounds++
 		s.BytesSent += int64(len(b))
 		return conn.Write(ctx, websocket.MessageBinary, b)
@@ -53,6 +59,10 @@ func protocolSync(ctx context.Context, url string, owner protocol.OwnerID, key p
 		_, data, err := conn.Read(ctx)
 		if err != nil {
 			return s, fmt.Errorf("read: %w", err)
+		}
+		if !sentAt.IsZero() { // the reply to the last request
+			s.Wait += time.Since(sentAt)
+			sentAt = time.Time{}
 		}
 		s.BytesReceived += int64(len(data))
 		res, err := protocol.ApplyAsClient(ctx, st, data, protocol.ClientOptions{WriteKey: &key})
