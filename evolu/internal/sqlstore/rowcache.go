@@ -135,3 +135,38 @@ func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerI
 func (r *blockRows) lowerBound(t protocol.TimestampBytes) int {
 	return sort.Search(len(r.ts), func(j int) bool { return r.ts[j].Compare(t) >= 0 })
 }
+
+// cacheWritten caches, after a committed write, the touched blocks whose
+// rows all came from that write (ts and fps, the new timestamps and their
+// fingerprints): a block's rows are its n timestamps from its start to the
+// next block's, so when the write added n timestamps there, they are all of
+// them. Pushes append whole blocks, which the next reconciliation of another
+// device is likely to read.
+func (s *Store) cacheWritten(owner protocol.OwnerID, blocks []block, touched map[protocol.TimestampBytes]bool, ts []protocol.TimestampBytes, fps []protocol.Fingerprint) {
+	order := make([]int, len(ts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return ts[order[a]].Compare(ts[order[b]]) < 0 })
+	from := func(t protocol.TimestampBytes) int {
+		return sort.Search(len(order), func(j int) bool { return ts[order[j]].Compare(t) >= 0 })
+	}
+	for k, b := range blocks {
+		if !touched[b.start] {
+			continue
+		}
+		lo, hi := from(b.start), len(order)
+		if k+1 < len(blocks) {
+			hi = from(blocks[k+1].start)
+		}
+		if hi-lo != b.n {
+			continue
+		}
+		r := &blockRows{ts: make([]protocol.TimestampBytes, 0, b.n), pfx: make([]protocol.Fingerprint, 1, b.n+1)}
+		for _, i := range order[lo:hi] {
+			r.ts = append(r.ts, ts[i])
+			r.pfx = append(r.pfx, r.pfx[len(r.pfx)-1].Xor(fps[i]))
+		}
+		s.rows.put(blockKey{owner, b.start}, r)
+	}
+}

@@ -116,6 +116,7 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 		return nil, none, fmt.Errorf("sqlstore: commit: %w", err)
 	}
 	s.rows.drop(owner, ix.changedStarts())
+	s.cacheWritten(owner, ix.blocks, ix.touched, ts, fps)
 	return ix.blocks, ix.max, nil
 }
 
