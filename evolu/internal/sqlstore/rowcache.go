@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"container/list"
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 	"sync"
@@ -109,7 +110,7 @@ func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerI
 	}
 	defer rows.Close()
 	r := &blockRows{ts: make([]protocol.TimestampBytes, 0, b.n), pfx: make([]protocol.Fingerprint, 1, b.n+1)}
-	var traw, fraw []byte
+	var traw, fraw sql.RawBytes // copied below: no copy by database/sql
 	for rows.Next() {
 		if err := rows.Scan(&traw, &fraw); err != nil {
 			return nil, fmt.Errorf("sqlstore: block rows: %w", err)

@@ -83,14 +83,14 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 		ts[i] = m.Timestamp.Bytes()
 		fps[i] = protocol.TimestampFingerprint(ts[i])
 	}
-	err = s.insertRows(ctx, tx, "evolu_change (owner, t, change)", 3, len(fresh), func(i int, args []any) []any {
-		return append(args, owner[:], ts[i][:], fresh[i].Change)
+	err = s.insertRows(ctx, tx, "evolu_change (owner, t, change)", owner, 2, len(fresh), func(i int, args []any) []any {
+		return append(args, ts[i][:], fresh[i].Change)
 	})
 	if err != nil {
 		return nil, none, err
 	}
-	err = s.insertRows(ctx, tx, "evolu_ts (owner, t, fp)", 3, len(fresh), func(i int, args []any) []any {
-		return append(args, owner[:], ts[i][:], fps[i][:])
+	err = s.insertRows(ctx, tx, "evolu_ts (owner, t, fp)", owner, 2, len(fresh), func(i int, args []any) []any {
+		return append(args, ts[i][:], fps[i][:])
 	})
 	if err != nil {
 		return nil, none, err
@@ -220,21 +220,29 @@ func allAfter(x *ownerIndex, msgs []protocol.EncryptedMessage) bool {
 	return true
 }
 
-// insertRows inserts n rows of cols values each into table ("name (cols)"),
-// in statements of power-of-two row counts up to batch.
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, table string, cols, n int, row func(i int, args []any) []any) error {
-	tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
+// insertRows inserts n rows into table ("name (owner, cols...)"): owner,
+// bound once per statement as ?1, then cols values per row from row, in
+// statements of power-of-two row counts up to batch.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, table string, owner protocol.OwnerID, cols, n int, row func(i int, args []any) []any) error {
 	for i := 0; i < n; {
 		k := batch
 		for k > n-i {
 			k /= 2
 		}
-		q := "insert into " + table + " values " + tuple + strings.Repeat(", "+tuple, k-1)
-		st, err := s.TxStmt(ctx, tx, q)
+		var q strings.Builder
+		q.WriteString("insert into " + table + " values ")
+		for j := range k {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?1" + strings.Repeat(", ?", cols) + ")")
+		}
+		st, err := s.TxStmt(ctx, tx, q.String())
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, k*cols)
+		args := make([]any, 0, 1+k*cols)
+		args = append(args, owner[:])
 		for j := i; j < i+k; j++ {
 			args = row(j, args)
 		}
