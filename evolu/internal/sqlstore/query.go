@@ -143,8 +143,9 @@ func (s *Store) FindLowerBound(ctx context.Context, owner protocol.OwnerID, begi
 	return min(x.prefixN[k]+r.lowerBound(ub.Timestamp), end), nil
 }
 
-// Iterate implements protocol.Storage. It reads in chunks and calls fn
-// without holding a database cursor.
+// Iterate implements protocol.Storage. It reads in chunks, from the cached
+// block rows where it can (docs/decisions/evolu-block-row-cache.md), else
+// with a query, and calls fn without holding a lock or a database cursor.
 func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end int, fn func(protocol.TimestampBytes, int) bool) error {
 	x, err := s.index(ctx, owner)
 	if err != nil {
@@ -158,21 +159,15 @@ func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end 
 		x.mu.Unlock()
 		return nil
 	}
-	k, off := x.locate(begin)
-	from := x.blocks[k].start
+	from, err := s.timestampAt(ctx, owner, x, begin)
 	x.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	index := begin
-	first := true
+	first := true // from itself is next; afterwards, what follows from
 	for index < end {
-		var q string
-		var args []any
-		n := min(chunk, end-index)
-		if first {
-			q, args = `select t from evolu_ts where owner = ? and t >= ? order by t limit ? offset ?`, []any{owner[:], from[:], n, off}
-		} else {
-			q, args = `select t from evolu_ts where owner = ? and t > ? order by t limit ?`, []any{owner[:], from[:], n}
-		}
-		ts, err := s.readTimestamps(ctx, q, args...)
+		ts, err := s.nextTimestamps(ctx, owner, from, first, min(chunk, end-index))
 		if err != nil {
 			return err
 		}
@@ -188,6 +183,43 @@ func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end 
 		from, first = ts[len(ts)-1], false
 	}
 	return nil
+}
+
+// nextTimestamps returns at most n of the owner's timestamps in order from
+// from (included when incl, else after it).
+func (s *Store) nextTimestamps(ctx context.Context, owner protocol.OwnerID, from protocol.TimestampBytes, incl bool, n int) ([]protocol.TimestampBytes, error) {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	ts := s.cachedTimestamps(owner, x, from, incl, n)
+	x.mu.Unlock()
+	if len(ts) > 0 {
+		return ts, nil
+	}
+	if incl {
+		return s.readTimestamps(ctx, `select t from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], from[:], n)
+	}
+	return s.readTimestamps(ctx, `select t from evolu_ts where owner = ? and t > ? order by t limit ?`, owner[:], from[:], n)
+}
+
+// cachedTimestamps is nextTimestamps from the cached rows of consecutive
+// blocks, stopping at the first block not cached; x.mu is held.
+func (s *Store) cachedTimestamps(owner protocol.OwnerID, x *ownerIndex, from protocol.TimestampBytes, incl bool, n int) []protocol.TimestampBytes {
+	k := max(0, sort.Search(len(x.blocks), func(k int) bool { return x.blocks[k].start.Compare(from) > 0 })-1)
+	var out []protocol.TimestampBytes
+	for ; k < len(x.blocks) && len(out) < n; k++ {
+		r := s.rows.get(blockKey{owner, x.blocks[k].start})
+		if r == nil || len(r.ts) != x.blocks[k].n {
+			break
+		}
+		j := sort.Search(len(r.ts), func(j int) bool {
+			c := r.ts[j].Compare(from)
+			return c > 0 || incl && c == 0
+		})
+		out = append(out, r.ts[j:min(len(r.ts), j+n-len(out))]...)
+	}
+	return out
 }
 
 func (s *Store) readTimestamps(ctx context.Context, q string, args ...any) ([]protocol.TimestampBytes, error) {
