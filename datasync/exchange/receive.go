@@ -109,12 +109,12 @@ func (s *Session) answerOffer(f frame.Frame) []Out {
 
 // create makes an empty document a peer named, within the ceiling.
 func (s *Session) create(doc string) bool {
-	if !s.space.admit() {
+	if !s.space.admit(doc) {
 		s.report(doc, ErrCeiling)
 		return false
 	}
 	if err := s.space.Engine.Create(doc); err != nil && !errors.Is(err, engine.ErrExists) {
-		s.space.release()
+		s.space.release(doc)
 		s.report(doc, errors.Join(ErrEngine, err))
 		return false
 	}
@@ -124,13 +124,16 @@ func (s *Session) create(doc string) bool {
 func (s *Session) answerDelta(f frame.Frame) []Out {
 	eng := s.space.Engine
 	had := eng.Has(f.Doc)
-	if !had && !s.space.admit() {
+	if !had && !s.space.admit(f.Doc) {
 		s.report(f.Doc, ErrCeiling)
 		return nil
 	}
-	out, err := eng.Import(f.Doc, f.Blob)
+	out, err, ok := s.importGuarded(f.Doc, f.Blob, func() (engine.Outcome, error) { return eng.Import(f.Doc, f.Blob) })
 	if !had && !eng.Has(f.Doc) {
-		s.space.release()
+		s.space.release(f.Doc)
+	}
+	if !ok {
+		return nil
 	}
 	switch out {
 	case engine.Unreadable:
@@ -150,13 +153,16 @@ func (s *Session) answerDelta(f frame.Frame) []Out {
 func (s *Session) importSnap(f frame.Frame) {
 	eng := s.space.Engine
 	had := eng.Has(f.Doc)
-	if !had && !s.space.admit() {
+	if !had && !s.space.admit(f.Doc) {
 		s.report(f.Doc, ErrCeiling)
 		return
 	}
-	out, err := eng.ImportSnapshot(f.Doc, f.Blob)
+	out, err, ok := s.importGuarded(f.Doc, f.Blob, func() (engine.Outcome, error) { return eng.ImportSnapshot(f.Doc, f.Blob) })
 	if !had && !eng.Has(f.Doc) {
-		s.space.release()
+		s.space.release(f.Doc)
+	}
+	if !ok {
+		return
 	}
 	switch {
 	case out == engine.Unreadable:

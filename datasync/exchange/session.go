@@ -3,11 +3,13 @@ package exchange
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/quarantine"
 )
 
 // PeerID names a peer by its authenticated identity (for a 1:1 session, the
@@ -45,36 +47,49 @@ type Report struct {
 func (r Report) String() string { return fmt.Sprintf("document %q with %s: %v", r.Doc, r.Peer, r.Err) }
 
 // Space is one space's documents and the state shared by all of its
-// sessions: the engine and the count of documents peers have named into it.
+// sessions: the engine, the documents peers have named into it, and the
+// quarantine ledger of blobs in flight to the engine.
 type Space struct {
 	Engine engine.Engine
 	// Report receives every report of every session; it must not block.
 	Report func(Report)
 	// MaxPeerDocs overrides [MaxPeerDocs] when positive.
 	MaxPeerDocs int
+	// Ledger, when set, records every remote blob in flight to the engine
+	// and refuses (and reports) one an earlier process died importing
+	// (§Delivery, package datasync/quarantine). Nil imports unguarded.
+	Ledger quarantine.Ledger
 
 	mu        sync.Mutex
-	peerNamed int
+	peerNamed map[string]bool
+	refused   map[string]bool // quarantined digests already reported
 }
 
-// admit reserves room for one more peer-named document.
-func (sp *Space) admit() bool {
+// admit reserves room for doc, one more peer-named document. A document
+// already counted (created by a peer, then dropped locally) costs nothing.
+func (sp *Space) admit(doc string) bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.peerNamed[doc] {
+		return true
+	}
 	limit := sp.MaxPeerDocs
 	if limit <= 0 {
 		limit = MaxPeerDocs
 	}
-	if sp.peerNamed >= limit {
+	if len(sp.peerNamed) >= limit {
 		return false
 	}
-	sp.peerNamed++
+	if sp.peerNamed == nil {
+		sp.peerNamed = map[string]bool{}
+	}
+	sp.peerNamed[doc] = true
 	return true
 }
 
-func (sp *Space) release() {
+func (sp *Space) release(doc string) {
 	sp.mu.Lock()
-	sp.peerNamed--
+	delete(sp.peerNamed, doc)
 	sp.mu.Unlock()
 }
 
@@ -82,7 +97,30 @@ func (sp *Space) release() {
 func (sp *Space) PeerNamed() int {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	return sp.peerNamed
+	return len(sp.peerNamed)
+}
+
+// PeerNamedDocs returns the documents peers have created in the space,
+// sorted: the state to save so the ceiling survives a restart.
+func (sp *Space) PeerNamedDocs() []string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return slices.Sorted(maps.Keys(sp.peerNamed))
+}
+
+// RestorePeerNamed adds docs, as saved from [Space.PeerNamedDocs] by an
+// earlier process, to the documents peers have created. Call it before any
+// session uses the space. Restored documents count against the ceiling
+// even past it: they are already stored.
+func (sp *Space) RestorePeerNamed(docs []string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.peerNamed == nil {
+		sp.peerNamed = map[string]bool{}
+	}
+	for _, d := range docs {
+		sp.peerNamed[d] = true
+	}
 }
 
 func (sp *Space) report(r Report) {

@@ -66,17 +66,29 @@ type Link struct {
 	wg      sync.WaitGroup
 }
 
-// New builds the link for eng's space with conn's peer.
+// New builds the link for a fresh space over eng with conn's peer; the
+// space's reports go to o.Report.
 func New(eng engine.Engine, conn transport.Conn, o Options) *Link {
+	return NewInSpace(&exchange.Space{Engine: eng, Report: o.Report}, conn, o)
+}
+
+// NewInSpace builds the link for sp with conn's peer. Use it to keep one
+// space, with its peer-named documents and quarantine ledger, across
+// successive connections: sp's own Report receives the exchange's reports,
+// and o.Report (or sp.Report when nil) the link's.
+func NewInSpace(sp *exchange.Space, conn transport.Conn, o Options) *Link {
 	if o.MaxRecord <= 0 {
 		o.MaxRecord = DefaultMaxRecord
 	}
 	if o.Blobs == nil {
 		o.Blobs = &attach.MemStore{}
 	}
+	if o.Report == nil {
+		o.Report = sp.Report
+	}
 	l := &Link{conn: conn, opts: o}
-	l.space = &exchange.Space{Engine: eng, Report: o.Report}
-	v := eng.Encoding().V
+	l.space = sp
+	v := sp.Engine.Encoding().V
 	l.fetcher = &attach.Fetcher{Store: o.Blobs, Version: v}
 	l.tx = &media.Sender{Send: func(ctx context.Context, c []byte) error {
 		return conn.Send(ctx, append([]byte{TagChunk}, c...))
