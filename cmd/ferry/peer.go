@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/quarantine"
 	"github.com/ferry-sync/ferry/datasync/replica"
 	"github.com/ferry-sync/ferry/datasync/transport"
 )
@@ -98,7 +100,12 @@ func newPeerRunCmd() *cobra.Command {
 public key is --peer. One side listens, the other connects. Local edits
 (--set doc/key=value) are applied at start. The replica runs for --for (or
 until interrupted, or until every --expect doc/key is present, plus
---linger), then prints every document as JSON and saves --state.`,
+--linger), then prints every document as JSON and saves --state.
+
+With --state, the documents peers have named (the 1,024-document ceiling)
+are saved with them, and STATE.quarantine/ records every peer blob in
+flight to the document engine: a blob that ended the process is refused
+on every later run and reported on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -134,7 +141,9 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := loadPeerState(kv, o.state); err != nil {
+	sp := &exchange.Space{Engine: kv,
+		Report: func(r exchange.Report) { fmt.Fprintln(cmd.ErrOrStderr(), "ferry peer: cannot replicate:", r) }}
+	if err := loadPeerState(sp, kv, o.state); err != nil {
 		return err
 	}
 	for _, s := range o.sets {
@@ -155,11 +164,11 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go o.watchExpect(ctx, kv, stop)
-	err = o.serve(ctx, kv, self, peerPub, cmd)
+	err = o.serve(ctx, sp, self, peerPub, cmd)
 	if ctx.Err() == nil && err != nil {
 		return err
 	}
-	if err := savePeerState(kv, o.state); err != nil {
+	if err := savePeerState(sp, kv, o.state); err != nil {
 		return err
 	}
 	out := map[string]map[string]string{}
@@ -172,10 +181,11 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 
 // serve keeps one link to the peer up until ctx ends: listening, or
 // connecting with retries.
-func (o *peerRun) serve(ctx context.Context, kv *engine.KV, self transport.Key, peerPub []byte, cmd *cobra.Command) error {
+// The one space (sp) outlives every connection, so its peer-named count and
+// quarantine ledger do too.
+func (o *peerRun) serve(ctx context.Context, sp *exchange.Space, self transport.Key, peerPub []byte, cmd *cobra.Command) error {
 	want := transport.KeyID(peerPub)
-	opts := replica.Options{Caps: frame.Caps{engine.KVEncoding.Entry, frame.EntryMedia}, Interval: o.interval,
-		Report: func(r exchange.Report) { fmt.Fprintln(cmd.ErrOrStderr(), "ferry peer: cannot replicate:", r) }}
+	opts := replica.Options{Caps: frame.Caps{engine.KVEncoding.Entry, frame.EntryMedia}, Interval: o.interval}
 	if o.listen != "" {
 		var lc net.ListenConfig
 		ln, err := lc.Listen(ctx, "tcp", o.listen)
@@ -197,7 +207,7 @@ func (o *peerRun) serve(ctx context.Context, kv *engine.KV, self transport.Key, 
 				fmt.Fprintln(cmd.ErrOrStderr(), "ferry peer:", err)
 				continue
 			}
-			o.runLink(ctx, kv, conn, opts)
+			o.runLink(ctx, sp, conn, opts)
 		}
 		return ctx.Err()
 	}
@@ -210,14 +220,14 @@ func (o *peerRun) serve(ctx context.Context, kv *engine.KV, self transport.Key, 
 			}
 			continue
 		}
-		o.runLink(ctx, kv, conn, opts)
+		o.runLink(ctx, sp, conn, opts)
 	}
 	return ctx.Err()
 }
 
-func (o *peerRun) runLink(ctx context.Context, kv *engine.KV, conn transport.Conn, opts replica.Options) {
+func (o *peerRun) runLink(ctx context.Context, sp *exchange.Space, conn transport.Conn, opts replica.Options) {
 	defer conn.Close()
-	l := replica.New(kv, conn, opts)
+	l := replica.NewInSpace(sp, conn, opts)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); <-ctx.Done(); conn.Close() }()
@@ -268,10 +278,28 @@ func parseDocKey(s string, withValue bool) (doc, key, val string, ok bool) {
 	return doc, key, val, ok && key != ""
 }
 
-func loadPeerState(kv *engine.KV, path string) error {
+// peerState is the --state file: every document's snapshot (base64) and
+// the documents peers named into the space, so the §Bounds ceiling on
+// peer-named documents survives a restart.
+type peerState struct {
+	Docs      map[string]string `json:"docs"`
+	PeerNamed []string          `json:"peer_named"`
+}
+
+// quarantineDir is where --state keeps the crash record of blobs in flight.
+func quarantineDir(state string) string { return state + ".quarantine" }
+
+// loadPeerState loads the documents and the peer-named set into sp (whose
+// engine is kv) and opens the quarantine ledger beside the state file.
+func loadPeerState(sp *exchange.Space, kv *engine.KV, path string) error {
 	if path == "" {
 		return nil
 	}
+	ledger, err := quarantine.OpenDir(quarantineDir(path))
+	if err != nil {
+		return err
+	}
+	sp.Ledger = ledger
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -279,11 +307,13 @@ func loadPeerState(kv *engine.KV, path string) error {
 	if err != nil {
 		return err
 	}
-	var docs map[string]string
-	if err := json.Unmarshal(b, &docs); err != nil {
+	var st peerState
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a file in another layout is an error, not an empty state
+	if err := dec.Decode(&st); err != nil {
 		return fmt.Errorf("state %s: %w", path, err)
 	}
-	for doc, s := range docs {
+	for doc, s := range st.Docs {
 		snap, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			return fmt.Errorf("state %s: %w", path, err)
@@ -292,22 +322,23 @@ func loadPeerState(kv *engine.KV, path string) error {
 			return fmt.Errorf("state %s: document %q: %v: %w", path, doc, out, err)
 		}
 	}
+	sp.RestorePeerNamed(st.PeerNamed)
 	return nil
 }
 
-func savePeerState(kv *engine.KV, path string) error {
+func savePeerState(sp *exchange.Space, kv *engine.KV, path string) error {
 	if path == "" {
 		return nil
 	}
-	docs := map[string]string{}
+	st := peerState{Docs: map[string]string{}, PeerNamed: sp.PeerNamedDocs()}
 	for _, d := range kv.Docs() {
 		snap, err := kv.Snapshot(d)
 		if err != nil {
 			return err
 		}
-		docs[d] = base64.StdEncoding.EncodeToString(snap)
+		st.Docs[d] = base64.StdEncoding.EncodeToString(snap)
 	}
-	b, _ := json.Marshal(docs)
+	b, _ := json.Marshal(st)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err

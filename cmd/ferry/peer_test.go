@@ -26,6 +26,18 @@ func TestHelperPeerProcess(t *testing.T) {
 	}
 }
 
+// startPeer starts a ferry command line in a helper process.
+func startPeer(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	c := exec.Command(os.Args[0], "-test.run=^TestHelperPeerProcess$", "-test.count=1")
+	c.Env = append(os.Environ(), "FERRY_PEER_ARGS="+strings.Join(args, "\x1f"))
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c, &out
+}
+
 func keygen(t *testing.T, path string) string {
 	out, err := run(t, "peer", "keygen", path)
 	if err != nil {
@@ -47,16 +59,7 @@ func TestPeerTwoProcesses(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	child := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
-		c := exec.Command(os.Args[0], "-test.run=^TestHelperPeerProcess$", "-test.count=1")
-		c.Env = append(os.Environ(), "FERRY_PEER_ARGS="+strings.Join(args, "\x1f"))
-		var out bytes.Buffer
-		c.Stdout, c.Stderr = &out, &out
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return c, &out
-	}
+	child := func(args ...string) (*exec.Cmd, *bytes.Buffer) { return startPeer(t, args...) }
 	a, outA := child("peer", "run", "--key", filepath.Join(dir, "a.key"), "--peer", pubB, "--listen", addr,
 		"--state", filepath.Join(dir, "a.state"), "--set", "notes/from-a=hello", "--expect", "notes/from-b",
 		"--interval", "100ms", "--linger", "1s", "--for", "60s")
