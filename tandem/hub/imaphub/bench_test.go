@@ -2,12 +2,12 @@ package imaphub
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,9 +201,13 @@ func rawRead(rd *bufio.Reader, buf []byte) (n int, total int64, err error) {
 		if len(line) > 2 && line[0] == 'f' && line[1] == ' ' {
 			return n, total, nil
 		}
-		s := strings.TrimRight(string(line), "\r\n")
-		if i := strings.LastIndexByte(s, '{'); i >= 0 && strings.HasSuffix(s, "}") {
-			size, _ := strconv.ParseInt(s[i+1:len(s)-1], 10, 64)
+		// No allocation per line: the anchor is the least a client can do.
+		s := bytes.TrimRight(line, "\r\n")
+		if i := bytes.LastIndexByte(s, '{'); i >= 0 && bytes.HasSuffix(s, []byte("}")) {
+			var size int64
+			for _, c := range s[i+1 : len(s)-1] {
+				size = size*10 + int64(c-'0')
+			}
 			for size > 0 {
 				k, err := rd.Read(buf[:min(int64(len(buf)), size)])
 				if err != nil {

@@ -234,6 +234,7 @@ func (c *conn) fetchNew(ctx context.Context, from uint32) ([]newMessage, uint32,
 	var out []newMessage
 	var maxUID uint32
 	line := fmt.Sprintf("UID FETCH %d:* (UID BODY.PEEK[HEADER.FIELDS (%s)])", from, hub.HeaderChannel)
+	memo := headerMemo{}
 	err := c.cmd(ctx, "changes", line, func(r *response) error {
 		if r.name != "FETCH" {
 			return nil
@@ -246,12 +247,12 @@ func (c *conn) fetchNew(ctx context.Context, from uint32) ([]newMessage, uint32,
 			return nil // the last message, or an unsolicited flag update
 		}
 		maxUID = max(maxUID, f.uid)
-		h, err := hub.ParseHeader(f.header)
-		if err != nil {
+		hi := memo.get(f.header)
+		if hi.parseErr != nil {
 			return nil // not a Tandem message (§10.4)
 		}
-		if ch := h.Get(hub.HeaderChannel); ch != "" {
-			out = append(out, newMessage{uid: f.uid, channel: ch})
+		if hi.channel != "" {
+			out = append(out, newMessage{uid: f.uid, channel: hi.channel})
 		}
 		return nil
 	})

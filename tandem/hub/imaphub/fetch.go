@@ -1,9 +1,11 @@
 package imaphub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -17,56 +19,162 @@ type fetched struct {
 	tooLarge bool   // a literal was over maxLiteral
 }
 
-// parseFetch reads "* n FETCH (name value …)".
+// parseFetch returns what the reader found in "* n FETCH (name value …)".
 func parseFetch(r *response) (fetched, error) {
-	var f fetched
-	if len(r.args) != 1 {
-		return f, errors.New("FETCH without one item list")
+	return r.fetch, r.fetchErr
+}
+
+// fetchResponse reads the rest of a FETCH response (after "FETCH") into
+// resp.fetch: the UID, BODY[HEADER.FIELDS …] and BODY[TEXT] items, with
+// the literals in the reader's arena. Other items (FLAGS, MODSEQ, …) are
+// read and dropped. A response that is well formed but not a FETCH answer
+// of the expected shape sets resp.fetchErr and is still read to its end,
+// so the connection stays usable; a malformed one is an error.
+func (rd *reader) fetchResponse(resp *response) error {
+	c, err := rd.peek()
+	if err != nil {
+		return err
 	}
-	items, ok := r.args[0].([]any)
-	if !ok || len(items)%2 != 0 {
-		return f, errors.New("FETCH items are not name-value pairs")
+	if c != '(' {
+		resp.fetchErr = errors.New("FETCH without one item list")
+		_, err := rd.values(0, false)
+		return err
 	}
-	for i := 0; i < len(items); i += 2 {
-		name, ok := items[i].(atom)
-		if !ok {
-			return f, fmt.Errorf("FETCH item name %v", items[i])
+	rd.byte()
+	if resp.fetchErr, err = rd.fetchItems(&resp.fetch); err != nil {
+		return err
+	}
+	// Anything after the item list makes it not the one list.
+	if rest, err := rd.values(0, false); err != nil {
+		return err
+	} else if len(rest) > 0 && resp.fetchErr == nil {
+		resp.fetchErr = errors.New("FETCH without one item list")
+	}
+	if resp.fetchErr == nil && resp.fetch.uid == 0 {
+		resp.fetchErr = errors.New("FETCH without UID")
+	}
+	return nil
+}
+
+// fetchItems reads name-value pairs up to the list's ")". The first
+// problem with the items is returned as bad; the rest of the list is then
+// read generically.
+func (rd *reader) fetchItems(f *fetched) (bad, err error) {
+	for {
+		end, err := rd.skipSpaces(true)
+		if err != nil || end {
+			return nil, err
 		}
-		key := strings.ToUpper(string(name))
-		val := items[i+1]
-		var target *[]byte
-		switch {
-		case key == "UID":
-			n, ok := number(val)
-			if !ok || n == 0 {
-				return f, fmt.Errorf("FETCH UID %v", val)
+		if c, _ := rd.peek(); c == '(' || c == '"' || c == '{' || c == '~' {
+			v, err := rd.value(1)
+			if err != nil {
+				return nil, err
 			}
-			f.uid = n
-			continue
-		case strings.HasPrefix(key, "BODY[HEADER.FIELDS"):
-			target = &f.header
-		case key == "BODY[TEXT]":
-			target = &f.text
-		default:
-			continue // FLAGS, MODSEQ, …
+			return rd.fetchRest(fmt.Errorf("FETCH item name %v", v))
 		}
-		switch v := val.(type) {
-		case []byte:
-			*target = v
-		case tooLarge:
+		name, err := rd.atomBytes()
+		if err != nil {
+			return nil, err
+		}
+		kind := fetchItemKind(name)
+		if end, err := rd.skipSpaces(true); err != nil {
+			return nil, err
+		} else if end {
+			return errors.New("FETCH items are not name-value pairs"), nil
+		}
+		if bad, err := rd.fetchValue(f, kind); err != nil || bad != nil {
+			if err != nil {
+				return nil, err
+			}
+			return rd.fetchRest(bad)
+		}
+	}
+}
+
+// fetchRest reads the rest of an item list after a problem.
+func (rd *reader) fetchRest(bad error) (error, error) {
+	if _, err := rd.values(1, true); err != nil {
+		return nil, err
+	}
+	return bad, nil
+}
+
+// The FETCH items this package reads.
+const (
+	itemOther = iota
+	itemUID
+	itemHeader // BODY[HEADER.FIELDS (…)]
+	itemText   // BODY[TEXT]
+)
+
+func fetchItemKind(name []byte) int {
+	const header = "BODY[HEADER.FIELDS"
+	switch {
+	case strings.EqualFold(string(name), "UID"):
+		return itemUID
+	case strings.EqualFold(string(name), "BODY[TEXT]"):
+		return itemText
+	case len(name) >= len(header) && strings.EqualFold(string(name[:len(header)]), header):
+		return itemHeader
+	}
+	return itemOther
+}
+
+// fetchValue reads one item's value into f.
+func (rd *reader) fetchValue(f *fetched, kind int) (bad, err error) {
+	c, err := rd.peek()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case kind == itemOther:
+		_, err := rd.value(1)
+		return nil, err
+	case kind == itemUID:
+		if c == '(' || c == '"' || c == '{' || c == '~' {
+			v, err := rd.value(1)
+			return fmt.Errorf("FETCH UID %v", v), err
+		}
+		a, err := rd.atomBytes()
+		if err != nil {
+			return nil, err
+		}
+		n, ok := parseUint32(a)
+		if !ok || n == 0 {
+			return fmt.Errorf("FETCH UID %q", a), nil
+		}
+		f.uid = n
+		return nil, nil
+	}
+	target := &f.header
+	if kind == itemText {
+		target = &f.text
+	}
+	switch c {
+	case '{', '~':
+		b, large, err := rd.literalBytes()
+		if large > 0 {
 			f.tooLarge = true
-		case atom:
-			if !strings.EqualFold(string(v), "NIL") {
-				return f, fmt.Errorf("FETCH %s is the atom %q", key, v)
-			}
-		default:
-			return f, fmt.Errorf("FETCH %s is not a string", key)
+		} else {
+			*target = b
 		}
+		return nil, err
+	case '"':
+		b, err := rd.quoted()
+		*target = b
+		return nil, err
+	case '(':
+		_, err := rd.value(1)
+		return errors.New("FETCH body item is not a string"), err
 	}
-	if f.uid == 0 {
-		return f, errors.New("FETCH without UID")
+	a, err := rd.atomBytes()
+	if err != nil {
+		return nil, err
 	}
-	return f, nil
+	if !strings.EqualFold(string(a), "NIL") {
+		return fmt.Errorf("FETCH body item is the atom %q", a), nil
+	}
+	return nil, nil
 }
 
 // Fetch implements hub.Store: UID FETCH (BODY.PEEK[HEADER.FIELDS
@@ -74,24 +182,31 @@ func parseFetch(r *response) (fetched, error) {
 // three reading steps of §10.4.
 func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	out := make([]hub.Body, len(ids))
-	want := map[uint32][]int{} // uid → indexes in out
+	w := wanted{answered: make([]bool, len(ids))}
 	var uidValidity uint32
 	for i, id := range ids {
 		out[i].ID = id
-		out[i].Err = fmt.Errorf("imaphub: fetch %s: %w", id, hub.ErrNotFound)
 		v, uid, ok := parseID(id)
 		if !ok || (uidValidity != 0 && v != uidValidity) {
 			continue // not an id of this folder's current UIDVALIDITY
 		}
 		uidValidity = v
-		want[uid] = append(want[uid], i)
+		w.pos = append(w.pos, uidPos{uid, i})
 	}
-	if len(want) == 0 {
+	defer func() {
+		for i, ok := range w.answered {
+			if !ok {
+				out[i].Err = fmt.Errorf("imaphub: fetch %s: %w", out[i].ID, hub.ErrNotFound)
+			}
+		}
+	}()
+	if len(w.pos) == 0 {
 		return out, nil
 	}
-	uids := make([]uint32, 0, len(want))
-	for uid := range want {
-		uids = append(uids, uid)
+	slices.SortFunc(w.pos, func(a, b uidPos) int { return cmp.Compare(a.uid, b.uid) })
+	uids := make([]uint32, len(w.pos))
+	for i, p := range w.pos {
+		uids[i] = p.uid
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,7 +216,7 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 			return err // another UIDVALIDITY: a full resync is due, the ids are gone
 		}
 		for _, set := range batches(setOf(uids)) {
-			if err := c.fetchBodies(ctx, set, want, out); err != nil {
+			if err := c.fetchBodies(ctx, set, &w, out); err != nil {
 				return err
 			}
 		}
@@ -111,6 +226,27 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// wanted maps the UIDs asked for to their indexes in Fetch's answer.
+type wanted struct {
+	pos      []uidPos // sorted by uid; an id asked for twice is there twice
+	answered []bool   // by index
+}
+
+type uidPos struct {
+	uid uint32
+	i   int
+}
+
+// indexes returns the indexes that asked for uid.
+func (w *wanted) indexes(uid uint32) []uidPos {
+	lo, _ := slices.BinarySearchFunc(w.pos, uid, func(p uidPos, uid uint32) int { return cmp.Compare(p.uid, uid) })
+	hi := lo
+	for hi < len(w.pos) && w.pos[hi].uid == uid {
+		hi++
+	}
+	return w.pos[lo:hi]
 }
 
 // batchRanges bounds the ranges per command, keeping each command line
@@ -132,9 +268,10 @@ func batches(s uidSet) []uidSet {
 	return out
 }
 
-func (c *conn) fetchBodies(ctx context.Context, set uidSet, want map[uint32][]int, out []hub.Body) error {
+func (c *conn) fetchBodies(ctx context.Context, set uidSet, w *wanted, out []hub.Body) error {
 	line := fmt.Sprintf("UID FETCH %s (UID BODY.PEEK[HEADER.FIELDS (%s %s Content-Type Content-Transfer-Encoding)] BODY.PEEK[TEXT])",
 		set, hub.HeaderVersion, hub.HeaderChannel)
+	memo := headerMemo{}
 	return c.cmd(ctx, "fetch", line, func(r *response) error {
 		if r.name != "FETCH" {
 			return nil
@@ -143,43 +280,19 @@ func (c *conn) fetchBodies(ctx context.Context, set uidSet, want map[uint32][]in
 		if err != nil {
 			return &hub.ProtocolError{Op: "fetch", Msg: "malformed FETCH response", Err: err}
 		}
-		idx, ok := want[f.uid]
-		if !ok || !set.contains(f.uid) {
+		idx := w.indexes(f.uid)
+		if len(idx) == 0 || !set.contains(f.uid) {
 			return nil // unsolicited
 		}
 		if f.header == nil && f.text == nil && !f.tooLarge {
 			return nil // a flag update, not our answer
 		}
-		b := decode(f)
-		for _, i := range idx {
-			b.ID = out[i].ID
-			out[i] = b
+		b := decode(f, memo.get(f.header))
+		for _, p := range idx {
+			b.ID = out[p.i].ID
+			out[p.i] = b
+			w.answered[p.i] = true
 		}
 		return nil
 	})
-}
-
-// decode applies §10.4 to one fetched message.
-func decode(f fetched) hub.Body {
-	var b hub.Body
-	if f.tooLarge || len(f.text) >= hub.MaxMessage*4 {
-		b.Err = fmt.Errorf("imaphub: UID %d: %w", f.uid, hub.ErrTooLarge)
-		return b
-	}
-	h, err := hub.ParseHeader(f.header)
-	if err != nil {
-		b.Err = err
-		return b
-	}
-	b.Channel = h.Get(hub.HeaderChannel)
-	if err := hub.CheckVersion(h); err != nil {
-		b.Err = err
-		return b
-	}
-	if b.Channel == "" {
-		b.Err = fmt.Errorf("%w: no %s header", hub.ErrNotEnvelope, hub.HeaderChannel)
-		return b
-	}
-	b.Envelope, b.Err = hub.DecodeBody(h.Get("Content-Type"), h.Get("Content-Transfer-Encoding"), f.text)
-	return b
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -27,19 +29,87 @@ func FuzzReadResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rd := reader{r: bufio.NewReader(bytes.NewReader(b))}
+		gen := reader{r: bufio.NewReader(bytes.NewReader(b)), generic: true}
 		for range 20 {
 			r, err := rd.readResponse()
+			g, gerr := gen.readResponse()
+			if (err == nil) != (gerr == nil) {
+				t.Fatalf("FETCH reader: %v; generic reader: %v", err, gerr)
+			}
 			if err != nil {
 				return
 			}
 			switch r.name {
 			case "FETCH":
-				parseFetch(r)
+				f, ferr := parseFetch(r)
+				want, werr := parseFetchGeneric(g)
+				if (ferr == nil) != (werr == nil) {
+					t.Fatalf("FETCH items: %v; generic: %v", ferr, werr)
+				}
+				if ferr == nil && (f.uid != want.uid || f.tooLarge != want.tooLarge ||
+					!bytes.Equal(f.header, want.header) || !bytes.Equal(f.text, want.text) ||
+					(f.header == nil) != (want.header == nil) || (f.text == nil) != (want.text == nil)) {
+					t.Fatalf("FETCH items %+v; generic %+v", f, want)
+				}
 			case "VANISHED":
 				parseVanished(r)
 			}
 		}
 	})
+}
+
+// parseFetchGeneric reads the FETCH items from the generic value tree
+// (the reader's first way of reading them): the reference for the
+// FETCH reader.
+func parseFetchGeneric(r *response) (fetched, error) {
+	var f fetched
+	if len(r.args) != 1 {
+		return f, errors.New("FETCH without one item list")
+	}
+	items, ok := r.args[0].([]any)
+	if !ok || len(items)%2 != 0 {
+		return f, errors.New("FETCH items are not name-value pairs")
+	}
+	for i := 0; i < len(items); i += 2 {
+		name, ok := items[i].(atom)
+		if !ok {
+			return f, fmt.Errorf("FETCH item name %v", items[i])
+		}
+		key := strings.ToUpper(string(name))
+		val := items[i+1]
+		var target *[]byte
+		switch {
+		case key == "UID":
+			n, ok := number(val)
+			if !ok || n == 0 {
+				return f, fmt.Errorf("FETCH UID %v", val)
+			}
+			f.uid = n
+			continue
+		case strings.HasPrefix(key, "BODY[HEADER.FIELDS"):
+			target = &f.header
+		case key == "BODY[TEXT]":
+			target = &f.text
+		default:
+			continue
+		}
+		switch v := val.(type) {
+		case []byte:
+			*target = v
+		case tooLarge:
+			f.tooLarge = true
+		case atom:
+			if !strings.EqualFold(string(v), "NIL") {
+				return f, fmt.Errorf("FETCH %s is the atom %q", key, v)
+			}
+		default:
+			return f, fmt.Errorf("FETCH %s is not a string", key)
+		}
+	}
+	if f.uid == 0 {
+		return f, errors.New("FETCH without UID")
+	}
+	return f, nil
 }
 
 // FuzzDecodeCursor: a cursor is accepted only if it encodes back to the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -40,6 +41,10 @@ type response struct {
 	hasNum bool
 	name   string // upper-cased data name: FETCH, SEARCH, VANISHED, …
 	args   []any  // values after name: atom, []byte (quoted, literal), []any (list)
+	// A FETCH response's items are in fetch instead of args; fetchErr says
+	// why they do not make a FETCH answer (fetch.go).
+	fetch    fetched
+	fetchErr error
 }
 
 // atom is an unquoted token; nil is NIL.
@@ -56,6 +61,9 @@ type reader struct {
 	seg  []byte
 	long []byte // holds a segment longer than r's buffer
 	n    int    // bytes of the current response outside literals
+	// generic makes FETCH responses be read like any other, into args (for
+	// tests that compare the two readings).
+	generic bool
 	// arena holds the current response's small literals. A literal is
 	// valid until the next readResponse: handlers copy what they keep.
 	arena []byte
@@ -126,33 +134,35 @@ func (rd *reader) peek() (byte, error) {
 	return rd.seg[0], nil
 }
 
-// readResponse reads one whole response.
+// readResponse reads one whole response. A FETCH response's items are
+// read straight into resp.fetch (fetchItems), without the generic value
+// tree, since a sync reads thousands of them.
 func (rd *reader) readResponse() (*response, error) {
 	rd.n = 0
 	rd.arena = rd.arena[:0]
-	tag, err := rd.word()
+	tagb, err := rd.word()
 	if err != nil {
 		return nil, err
 	}
-	resp := &response{tag: tag}
-	if tag == "+" {
+	resp := &response{tag: knownTag(tagb)}
+	if resp.tag == "+" {
 		resp.text, err = rd.restOfLine()
 		return resp, err
 	}
-	if tag == "" {
+	if resp.tag == "" {
 		return nil, errors.New("response without a tag")
 	}
 	name, err := rd.word()
 	if err != nil {
 		return nil, err
 	}
-	if n, perr := strconv.ParseUint(name, 10, 32); perr == nil && tag == "*" {
-		resp.num, resp.hasNum = uint32(n), true
+	if n, ok := parseUint32(name); ok && resp.tag == "*" {
+		resp.num, resp.hasNum = n, true
 		if name, err = rd.word(); err != nil {
 			return nil, err
 		}
 	}
-	up := strings.ToUpper(name)
+	up := upperName(name)
 	switch up {
 	case "OK", "NO", "BAD", "BYE", "PREAUTH":
 		if resp.hasNum {
@@ -161,31 +171,79 @@ func (rd *reader) readResponse() (*response, error) {
 		resp.status = up
 		return resp, rd.statusText(resp)
 	}
-	if tag != "*" {
-		return nil, fmt.Errorf("tagged response %q without a status", tag)
+	if resp.tag != "*" {
+		return nil, fmt.Errorf("tagged response %q without a status", resp.tag)
 	}
 	resp.name = up
+	if up == "FETCH" && !rd.generic {
+		return resp, rd.fetchResponse(resp)
+	}
 	resp.args, err = rd.values(0, false)
 	return resp, err
 }
 
 // word reads up to the next space (consumed) or line end (not consumed).
-func (rd *reader) word() (string, error) {
-	var b []byte
-	for {
-		c, err := rd.peek()
-		if err != nil {
-			return "", err
-		}
-		if c == '\r' || c == '\n' {
-			return string(b), nil
-		}
-		rd.byte()
-		if c == ' ' {
-			return string(b), nil
-		}
-		b = append(b, c)
+// The bytes are valid until the next read.
+func (rd *reader) word() ([]byte, error) {
+	if err := rd.fill(); err != nil {
+		return nil, err
 	}
+	// A word never spans segments: a segment ends at a line end (or where
+	// the stream ended).
+	for i, c := range rd.seg {
+		switch c {
+		case ' ':
+			w := rd.seg[:i]
+			rd.seg = rd.seg[i+1:]
+			return w, nil
+		case '\r', '\n':
+			w := rd.seg[:i]
+			rd.seg = rd.seg[i:]
+			return w, nil
+		}
+	}
+	return nil, errTruncated
+}
+
+// knownTag returns a tag as a string, without allocating for "*" and "+".
+func knownTag(b []byte) string {
+	switch string(b) {
+	case "*":
+		return "*"
+	case "+":
+		return "+"
+	}
+	return string(b)
+}
+
+// upperName returns a response name in upper case, without allocating for
+// the names this package reads.
+func upperName(b []byte) string {
+	for _, known := range [...]string{"FETCH", "OK", "NO", "BAD", "BYE", "PREAUTH", "EXISTS", "EXPUNGE",
+		"RECENT", "FLAGS", "VANISHED", "SEARCH", "CAPABILITY", "ENABLED", "LIST", "NAMESPACE"} {
+		if len(b) == len(known) && strings.EqualFold(string(b), known) {
+			return known
+		}
+	}
+	return strings.ToUpper(string(b))
+}
+
+// parseUint32 is strconv.ParseUint(string(b), 10, 32) without the string.
+func parseUint32(b []byte) (uint32, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n > math.MaxUint32 {
+			return 0, false
+		}
+	}
+	return uint32(n), true
 }
 
 // restOfLine reads the rest of the line and its CRLF (a bare LF is accepted).
@@ -227,54 +285,65 @@ func (rd *reader) values(depth int, inList bool) ([]any, error) {
 	}
 	var out []any
 	for {
-		c, err := rd.peek()
+		end, err := rd.skipSpaces(inList)
+		if err != nil || end {
+			return out, err
+		}
+		v, err := rd.value(depth)
 		if err != nil {
 			return nil, err
+		}
+		out = append(out, v)
+	}
+}
+
+// skipSpaces skips spaces and reports whether the list (inList) or the
+// line ends next; the ")" or the line end is consumed.
+func (rd *reader) skipSpaces(inList bool) (end bool, err error) {
+	for {
+		c, err := rd.peek()
+		if err != nil {
+			return false, err
 		}
 		switch {
 		case c == ' ':
 			rd.byte()
 		case c == '\r' || c == '\n':
 			if inList {
-				return nil, errors.New("line ends inside a list")
+				return false, errors.New("line ends inside a list")
 			}
-			if _, err := rd.restOfLine(); err != nil {
-				return nil, err
-			}
-			return out, nil
+			_, err := rd.restOfLine()
+			return true, err
 		case c == ')':
 			rd.byte()
 			if !inList {
-				return nil, errors.New("unbalanced )")
+				return false, errors.New("unbalanced )")
 			}
-			return out, nil
-		case c == '(':
-			rd.byte()
-			l, err := rd.values(depth+1, true)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, l)
-		case c == '"':
-			s, err := rd.quoted()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
-		case c == '{' || c == '~':
-			v, err := rd.literal()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
+			return true, nil
 		default:
-			a, err := rd.atom()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, a)
+			return false, nil
 		}
 	}
+}
+
+// value reads one value at a non-space byte inside a list of the given
+// depth (0: the top level).
+func (rd *reader) value(depth int) (any, error) {
+	c, err := rd.peek()
+	if err != nil {
+		return nil, err
+	}
+	switch c {
+	case '(':
+		rd.byte()
+		return rd.values(depth+1, true)
+	case '"':
+		return rd.quoted()
+	case '{', '~':
+		return rd.literal()
+	}
+	b, err := rd.atomBytes()
+	return atom(b), err
 }
 
 func (rd *reader) quoted() ([]byte, error) {
@@ -299,18 +368,19 @@ func (rd *reader) quoted() ([]byte, error) {
 	}
 }
 
-func (rd *reader) atom() (atom, error) {
+// atomBytes reads an atom; the bytes are valid until the next read.
+func (rd *reader) atomBytes() ([]byte, error) {
 	if err := rd.fill(); err != nil {
-		return "", err
+		return nil, err
 	}
 	// An atom never spans segments: it ends at the latest at the line end.
 	depth := 0
 	for i, c := range rd.seg {
 		if c == '\r' || c == '\n' || depth == 0 && (c == ' ' || c == '(' || c == ')') {
 			if depth != 0 {
-				return "", errors.New("unterminated [ in atom")
+				return nil, errors.New("unterminated [ in atom")
 			}
-			a := atom(rd.seg[:i])
+			a := rd.seg[:i]
 			rd.seg = rd.seg[i:]
 			return a, nil
 		}
@@ -321,59 +391,70 @@ func (rd *reader) atom() (atom, error) {
 			depth--
 		case '"', '{':
 			if depth == 0 {
-				return "", fmt.Errorf("unexpected %q in atom", c)
+				return nil, fmt.Errorf("unexpected %q in atom", c)
 			}
 		}
 	}
-	return "", errTruncated // a segment without its line end: the stream ended
+	return nil, errTruncated // a segment without its line end: the stream ended
 }
 
 // literal reads {n} CRLF and n bytes (or literal8, ~{n}). A literal over
 // maxLiteral is read past and returned as tooLarge.
 func (rd *reader) literal() (any, error) {
+	b, large, err := rd.literalBytes()
+	switch {
+	case err != nil:
+		return nil, err
+	case large > 0:
+		return large, nil
+	}
+	return b, nil
+}
+
+// literalBytes is literal without the interface: the bytes (in the
+// response's arena), or the size of a literal over maxLiteral read past.
+func (rd *reader) literalBytes() ([]byte, tooLarge, error) {
 	if c, _ := rd.byte(); c == '~' {
 		if c, _ = rd.byte(); c != '{' {
-			return nil, errors.New("malformed literal8")
+			return nil, 0, errors.New("malformed literal8")
 		}
 	}
-	var digits []byte
+	var n int64
+	digits := 0
 	for {
 		c, err := rd.byte()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if c == '}' {
+		if c == '}' && digits > 0 {
 			break
 		}
-		if c < '0' || c > '9' || len(digits) > 10 {
-			return nil, fmt.Errorf("malformed literal size %q", append(digits, c))
+		if c < '0' || c > '9' || digits > 10 {
+			return nil, 0, fmt.Errorf("malformed literal size (at %q)", c)
 		}
-		digits = append(digits, c)
-	}
-	n, err := strconv.ParseInt(string(digits), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("malformed literal size %q", digits)
+		n = n*10 + int64(c-'0')
+		digits++
 	}
 	if c, err := rd.byte(); err != nil || c != '\r' {
-		return nil, errors.New("literal size not followed by CRLF")
+		return nil, 0, errors.New("literal size not followed by CRLF")
 	}
 	if c, err := rd.byte(); err != nil || c != '\n' {
-		return nil, errors.New("literal size not followed by CRLF")
+		return nil, 0, errors.New("literal size not followed by CRLF")
 	}
 	if len(rd.seg) != 0 {
-		return nil, errors.New("literal size not followed by CRLF")
+		return nil, 0, errors.New("literal size not followed by CRLF")
 	}
 	if n > maxLiteral {
 		if _, err := io.CopyN(io.Discard, rd.r, n); err != nil {
-			return nil, fmt.Errorf("literal of %d bytes: %w", n, errTruncated)
+			return nil, 0, fmt.Errorf("literal of %d bytes: %w", n, errTruncated)
 		}
-		return tooLarge(n), nil
+		return nil, tooLarge(n), nil
 	}
 	b := rd.literalBuf(int(n))
 	if _, err := io.ReadFull(rd.r, b); err != nil {
-		return nil, fmt.Errorf("literal of %d bytes: %w", n, errTruncated)
+		return nil, 0, fmt.Errorf("literal of %d bytes: %w", n, errTruncated)
 	}
-	return b, nil
+	return b, 0, nil
 }
 
 // str returns v as a string when it is an atom or a string.
