@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -11,14 +12,14 @@ import (
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
-// Block rows in memory (docs/decisions/evolu-block-row-cache.md).
+// Block rows, packed on disk and cached in memory
+// (docs/decisions/evolu-block-row-cache.md).
 //
 // Reconciliation asks, for the same few blocks, for a prefix fingerprint
 // and the timestamp at a bucket boundary (FingerprintRanges), then, in the
 // next round, for the fingerprint up to that same boundary and the index of
-// the same timestamp (Fingerprint, FindLowerBound). Each was one SQL query of
-// up to 64 rows. A block's rows, read once with one query, answer all of
-// them from memory.
+// the same timestamp (Fingerprint, FindLowerBound). A block's rows, read
+// once (one row of evolu_block_rows), answer all of them from memory.
 
 // maxCachedBlocks bounds the blocks whose rows are kept, over all owners:
 // about 4 KB each (128 × 16-byte timestamps and 12-byte prefix
@@ -96,20 +97,45 @@ func (c *rowCache) drop(owner protocol.OwnerID, starts []protocol.TimestampBytes
 	}
 }
 
-// blockRows returns the rows of block k of x (x.mu held), reading them with
-// one query on a miss.
+// blockRows returns the rows of block k of x (x.mu held): from the cache,
+// else from the block's packed rows (evolu_block_rows, one value), else
+// (a database written before that table) from evolu_ts.
 func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, k int) (*blockRows, error) {
 	b := x.blocks[k]
 	key := blockKey{owner, b.start}
 	if r := s.rows.get(key); r != nil && len(r.ts) == b.n {
 		return r, nil
 	}
-	rows, err := s.query(ctx, `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], b.start[:], b.n)
+	var packed []byte
+	err := s.scanRow(ctx, `select rows from evolu_block_rows where owner = ? and start = ?`, []any{owner[:], b.start[:]}, &packed)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
+	}
+	r := unpackRows(packed, b.n)
+	if r == nil {
+		if r, err = s.queryBlockRows(ctx, owner, b); err != nil {
+			return nil, err
+		}
+	}
+	s.rows.put(key, r)
+	return r, nil
+}
+
+const blockRowsQuery = `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`
+
+// queryBlockRows reads the rows of b from evolu_ts.
+func (s *Store) queryBlockRows(ctx context.Context, owner protocol.OwnerID, b block) (*blockRows, error) {
+	rows, err := s.query(ctx, blockRowsQuery, owner[:], b.start[:], b.n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
 	}
+	return scanBlockRows(rows, b.n)
+}
+
+// scanBlockRows reads and closes the n rows (t, fp) of a block.
+func scanBlockRows(rows *sql.Rows, n int) (*blockRows, error) {
 	defer rows.Close()
-	r := &blockRows{ts: make([]protocol.TimestampBytes, 0, b.n), pfx: make([]protocol.Fingerprint, 1, b.n+1)}
+	r := &blockRows{ts: make([]protocol.TimestampBytes, 0, n), pfx: make([]protocol.Fingerprint, 1, n+1)}
 	var traw, fraw sql.RawBytes // copied below: no copy by database/sql
 	for rows.Next() {
 		if err := rows.Scan(&traw, &fraw); err != nil {
@@ -125,11 +151,39 @@ func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerI
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
 	}
-	if len(r.ts) != b.n {
-		return nil, fmt.Errorf("sqlstore: block rows: block of %d has %d rows", b.n, len(r.ts))
+	if len(r.ts) != n {
+		return nil, fmt.Errorf("sqlstore: block rows: block of %d has %d rows", n, len(r.ts))
 	}
-	s.rows.put(key, r)
 	return r, nil
+}
+
+// rowBytes is the size of one packed row: a timestamp, then its
+// fingerprint.
+const rowBytes = len(protocol.TimestampBytes{}) + len(protocol.Fingerprint{})
+
+// pack lays r out as evolu_block_rows.rows: n rows of rowBytes.
+func (r *blockRows) pack() []byte {
+	out := make([]byte, 0, len(r.ts)*rowBytes)
+	for j, t := range r.ts {
+		f := r.pfx[j].Xor(r.pfx[j+1])
+		out = append(append(out, t[:]...), f[:]...)
+	}
+	return out
+}
+
+// unpackRows decodes packed rows of a block of n, or returns nil when they
+// are missing or do not have n rows.
+func unpackRows(packed []byte, n int) *blockRows {
+	if n == 0 || len(packed) != n*rowBytes {
+		return nil
+	}
+	r := &blockRows{ts: make([]protocol.TimestampBytes, n), pfx: make([]protocol.Fingerprint, n+1)}
+	for j := range n {
+		row := packed[j*rowBytes : (j+1)*rowBytes]
+		r.ts[j] = protocol.TimestampBytes(row)
+		r.pfx[j+1] = r.pfx[j].Xor(protocol.Fingerprint(row[len(r.ts[j]):]))
+	}
+	return r
 }
 
 // lowerBound is the offset in r of the first timestamp >= t (len when none).
@@ -137,13 +191,12 @@ func (r *blockRows) lowerBound(t protocol.TimestampBytes) int {
 	return sort.Search(len(r.ts), func(j int) bool { return r.ts[j].Compare(t) >= 0 })
 }
 
-// cacheWritten caches, after a committed write, the touched blocks whose
-// rows all came from that write (ts and fps, the new timestamps and their
-// fingerprints): a block's rows are its n timestamps from its start to the
-// next block's, so when the write added n timestamps there, they are all of
-// them. Pushes append whole blocks, which the next reconciliation of another
-// device is likely to read.
-func (s *Store) cacheWritten(owner protocol.OwnerID, blocks []block, touched map[protocol.TimestampBytes]bool, ts []protocol.TimestampBytes, fps []protocol.Fingerprint) {
+// touchedRows returns the rows of every touched block of e, inside the
+// write transaction tx, after the new rows (ts, fps) were inserted. A block
+// whose rows all came from this write (its n timestamps from its start to
+// the next block's) is built from them, as pushes append whole blocks;
+// another is read from evolu_ts.
+func (s *Store) touchedRows(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, e *blockEditor, ts []protocol.TimestampBytes, fps []protocol.Fingerprint) (map[protocol.TimestampBytes]*blockRows, error) {
 	order := make([]int, len(ts))
 	for i := range order {
 		order[i] = i
@@ -152,15 +205,23 @@ func (s *Store) cacheWritten(owner protocol.OwnerID, blocks []block, touched map
 	from := func(t protocol.TimestampBytes) int {
 		return sort.Search(len(order), func(j int) bool { return ts[order[j]].Compare(t) >= 0 })
 	}
-	for k, b := range blocks {
-		if !touched[b.start] {
+	out := make(map[protocol.TimestampBytes]*blockRows, len(e.touched))
+	for k, b := range e.blocks {
+		if !e.touched[b.start] {
 			continue
 		}
 		lo, hi := from(b.start), len(order)
-		if k+1 < len(blocks) {
-			hi = from(blocks[k+1].start)
+		if k+1 < len(e.blocks) {
+			hi = from(e.blocks[k+1].start)
 		}
 		if hi-lo != b.n {
+			rows, err := tx.QueryContext(ctx, blockRowsQuery, owner[:], b.start[:], b.n)
+			if err != nil {
+				return nil, fmt.Errorf("sqlstore: block rows: %w", err)
+			}
+			if out[b.start], err = scanBlockRows(rows, b.n); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		r := &blockRows{ts: make([]protocol.TimestampBytes, 0, b.n), pfx: make([]protocol.Fingerprint, 1, b.n+1)}
@@ -168,6 +229,7 @@ func (s *Store) cacheWritten(owner protocol.OwnerID, blocks []block, touched map
 			r.ts = append(r.ts, ts[i])
 			r.pfx = append(r.pfx, r.pfx[len(r.pfx)-1].Xor(fps[i]))
 		}
-		s.rows.put(blockKey{owner, b.start}, r)
+		out[b.start] = r
 	}
+	return out, nil
 }

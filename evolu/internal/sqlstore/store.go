@@ -10,17 +10,20 @@
 // at most maxBlock timestamps. A block row (evolu_block) keeps the block's
 // first timestamp, its size, and the XOR of its timestamps' fingerprints.
 // The blocks of an owner are loaded once (N/maxBlock rows) and kept in
-// memory with prefix sums of sizes and fingerprints, so
+// memory with prefix sums of sizes and fingerprints. A block's rows (its
+// timestamps and their fingerprints) are also stored packed in one value
+// (evolu_block_rows) and the most recently used blocks' rows are cached in
+// memory (docs/decisions/evolu-block-row-cache.md), so
 //
 //   - Size is a sum,
-//   - the fingerprint of [0, i) is a prefix XOR plus at most maxBlock/2
-//     stored per-row fingerprints (evolu_ts.fp) read from one block,
-//   - the index of a timestamp is a prefix count plus a count inside one
-//     block,
+//   - the fingerprint of [0, i) is a prefix XOR plus a prefix XOR inside
+//     one block,
+//   - the timestamp at an index and the index of a timestamp are lookups in
+//     one block,
 //
-// and inserting a timestamp updates one block, splitting it in two when it
-// outgrows maxBlock. Writes run in one transaction per batch; the in-memory
-// index is replaced only after commit.
+// each reading at most one row. Inserting a timestamp updates one block,
+// splitting it in two when it outgrows maxBlock. Writes run in one
+// transaction per batch; the in-memory index is replaced only after commit.
 package sqlstore
 
 import (
@@ -54,6 +57,9 @@ create table if not exists evolu_ts (
   primary key (owner, t)) without rowid;
 create table if not exists evolu_block (
   owner blob not null, start blob not null, n integer not null, fp blob not null,
+  primary key (owner, start)) without rowid;
+create table if not exists evolu_block_rows (
+  owner blob not null, start blob not null, rows blob not null,
   primary key (owner, start)) without rowid;
 create table if not exists evolu_change (
   owner blob not null, t blob not null, change blob not null,

@@ -312,3 +312,57 @@ func TestReadChangeSizes(t *testing.T) {
 		t.Fatalf("ReadChange of a missing timestamp: %v, want sql.ErrNoRows", err)
 	}
 }
+
+// TestBlockRowsFallback checks that blocks without packed rows (a database
+// written before evolu_block_rows) or with packed rows of the wrong size
+// are read from evolu_ts, and that a later write packs them again.
+func TestBlockRowsFallback(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(4, 4))
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(ctx, path, Config{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := protocol.NewMemoryStorage()
+	owner := protocol.OwnerID{1}
+	write := func() {
+		batch := randomBatch(r, 1+r.IntN(400))
+		if err := s.WriteMessages(ctx, owner, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.WriteMessages(ctx, owner, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopen := func(damage string) {
+		if damage != "" {
+			if _, err := s.DB().ExecContext(ctx, damage); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		if s, err = Open(ctx, path, Config{}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		write()
+	}
+	reopen(`delete from evolu_block_rows`)
+	compare(t, ctx, r, s, mem, owner)
+	write()
+	reopen(`update evolu_block_rows set rows = substr(rows, 1, length(rows) - 28)`)
+	compare(t, ctx, r, s, mem, owner)
+	write()
+	reopen("")
+	compare(t, ctx, r, s, mem, owner)
+	var packed, blocks int
+	if err := s.DB().QueryRowContext(ctx, `select (select count(*) from evolu_block_rows), (select count(*) from evolu_block)`).Scan(&packed, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	if packed == 0 || packed > blocks {
+		t.Fatalf("%d packed block rows for %d blocks", packed, blocks)
+	}
+	s.Close()
+}

@@ -109,14 +109,20 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 			}
 		}
 	}
-	if err := ix.persist(ctx, s, tx, owner); err != nil {
+	touched, err := s.touchedRows(ctx, tx, owner, &ix, ts, fps)
+	if err != nil {
+		return nil, none, err
+	}
+	if err := ix.persist(ctx, s, tx, owner, touched); err != nil {
 		return nil, none, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, none, fmt.Errorf("sqlstore: commit: %w", err)
 	}
 	s.rows.drop(owner, ix.changedStarts())
-	s.cacheWritten(owner, ix.blocks, ix.touched, ts, fps)
+	for start, r := range touched {
+		s.rows.put(blockKey{owner, start}, r)
+	}
 	return ix.blocks, ix.max, nil
 }
 
@@ -364,10 +370,13 @@ func (e *blockEditor) changedStarts() []protocol.TimestampBytes {
 	return out
 }
 
-func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID) error {
+func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID, rows map[protocol.TimestampBytes]*blockRows) error {
 	for _, start := range e.deleted {
 		if _, err := tx.ExecContext(ctx, `delete from evolu_block where owner = ? and start = ?`, owner[:], start[:]); err != nil {
 			return fmt.Errorf("sqlstore: delete block: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `delete from evolu_block_rows where owner = ? and start = ?`, owner[:], start[:]); err != nil {
+			return fmt.Errorf("sqlstore: delete block rows: %w", err)
 		}
 	}
 	up, err := s.TxStmt(ctx, tx, `insert into evolu_block (owner, start, n, fp) values (?, ?, ?, ?)
@@ -376,12 +385,21 @@ func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner p
 		return fmt.Errorf("sqlstore: prepare: %w", err)
 	}
 	defer up.Close()
+	upRows, err := s.TxStmt(ctx, tx, `insert into evolu_block_rows (owner, start, rows) values (?, ?, ?)
+		on conflict (owner, start) do update set rows = excluded.rows`)
+	if err != nil {
+		return fmt.Errorf("sqlstore: prepare: %w", err)
+	}
+	defer upRows.Close()
 	for _, b := range e.blocks {
 		if !e.touched[b.start] {
 			continue
 		}
 		if _, err := up.ExecContext(ctx, owner[:], b.start[:], b.n, b.fp[:]); err != nil {
 			return fmt.Errorf("sqlstore: write block: %w", err)
+		}
+		if _, err := upRows.ExecContext(ctx, owner[:], b.start[:], rows[b.start].pack()); err != nil {
+			return fmt.Errorf("sqlstore: write block rows: %w", err)
 		}
 	}
 	return nil
