@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
@@ -110,11 +109,11 @@ const (
 func fetchItemKind(name []byte) int {
 	const header = "BODY[HEADER.FIELDS"
 	switch {
-	case strings.EqualFold(string(name), "UID"):
+	case equalFold(name, "UID"):
 		return itemUID
-	case strings.EqualFold(string(name), "BODY[TEXT]"):
+	case equalFold(name, "BODY[TEXT]"):
 		return itemText
-	case len(name) >= len(header) && strings.EqualFold(string(name[:len(header)]), header):
+	case len(name) >= len(header) && equalFold(name[:len(header)], header):
 		return itemHeader
 	}
 	return itemOther
@@ -171,7 +170,7 @@ func (rd *reader) fetchValue(f *fetched, kind int) (bad, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if !strings.EqualFold(string(a), "NIL") {
+	if !equalFold(a, "NIL") {
 		return fmt.Errorf("FETCH body item is the atom %q", a), nil
 	}
 	return nil, nil

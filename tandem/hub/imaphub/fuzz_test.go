@@ -75,7 +75,13 @@ func parseFetchGeneric(r *response) (fetched, error) {
 		if !ok {
 			return f, fmt.Errorf("FETCH item name %v", items[i])
 		}
-		key := strings.ToUpper(string(name))
+		// IMAP names are case-insensitive in ASCII only (RFC 9051 §9).
+		key := strings.Map(func(r rune) rune {
+			if 'a' <= r && r <= 'z' {
+				return r - 'a' + 'A'
+			}
+			return r
+		}, string(name))
 		val := items[i+1]
 		var target *[]byte
 		switch {
@@ -168,5 +174,15 @@ func TestBatches(t *testing.T) {
 	}
 	if got := batches(setOf([]uint32{1, 2, 3})); len(got) != 1 || got[0].String() != "1:3" {
 		t.Fatalf("contiguous: %v", got)
+	}
+}
+
+func TestEqualFold(t *testing.T) {
+	for _, a := range []string{"", "uid", "UID", "Uid", "body[text]", "BODY[TEXT]", "BODY{TEXT}", "bODY[tEXT]", "@", "`", "[", "{", "nil", "NIL", "NI", "ni\x00"} {
+		for _, b := range []string{"UID", "BODY[TEXT]", "NIL", "@", "[", ""} {
+			if got, want := equalFold([]byte(a), b), strings.EqualFold(a, b); got != want {
+				t.Errorf("equalFold(%q, %q) = %v, want %v", a, b, got, want)
+			}
+		}
 	}
 }

@@ -221,11 +221,24 @@ func knownTag(b []byte) string {
 func upperName(b []byte) string {
 	for _, known := range [...]string{"FETCH", "OK", "NO", "BAD", "BYE", "PREAUTH", "EXISTS", "EXPUNGE",
 		"RECENT", "FLAGS", "VANISHED", "SEARCH", "CAPABILITY", "ENABLED", "LIST", "NAMESPACE"} {
-		if len(b) == len(known) && strings.EqualFold(string(b), known) {
+		if equalFold(b, known) {
 			return known
 		}
 	}
 	return strings.ToUpper(string(b))
+}
+
+// equalFold is strings.EqualFold for ASCII, without converting b.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i, c := range b {
+		if c|0x20 != s[i]|0x20 || (c|0x20 < 'a' || c|0x20 > 'z') && c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // parseUint32 is strconv.ParseUint(string(b), 10, 32) without the string.
