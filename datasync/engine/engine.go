@@ -43,9 +43,12 @@ const (
 	// Refused: a snapshot that cannot be merged because the replicas forked
 	// below a point this replica compacted away (ADR 0019).
 	Refused
+	// Failed: a local failure (storage) kept the change from being merged;
+	// nothing changed, and the error says why.
+	Failed
 )
 
-var outcomeNames = [...]string{"applied", "already held", "missing predecessor", "needs trimmed history", "unreadable", "refused"}
+var outcomeNames = [...]string{"applied", "already held", "missing predecessor", "needs trimmed history", "unreadable", "refused", "failed"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -63,6 +66,9 @@ var (
 	ErrTrimmed = errors.New("datasync/engine: history trimmed by compaction")
 	// ErrExists means Create named a document already held.
 	ErrExists = errors.New("datasync/engine: document exists")
+	// ErrStorage means a change could not be persisted; the document is
+	// as it was before the change.
+	ErrStorage = errors.New("datasync/engine: storage failed")
 )
 
 // Engine holds the documents of one space. Implementations are safe for
@@ -95,4 +101,21 @@ type Engine interface {
 	// Compact trims the document's history. After it, a peer whose
 	// version predates the compaction is sent a snapshot.
 	Compact(doc string) error
+}
+
+// Flusher is implemented by an engine that holds local edits pending until
+// they are flushed to storage (§Termination: "A receiver MAY also emit a
+// delta of its own local changes when a frame arrives for a document it
+// holds unflushed edits to", and the version offer after a recovered flush
+// failure). docs/decisions/datasync-flush-offer.md.
+type Flusher interface {
+	// Pending reports whether doc holds local edits not yet flushed.
+	Pending(doc string) bool
+	// Flush commits doc's pending local edits and persists them, and
+	// returns the version doc had before them (what the local commit is
+	// computed from). When storage fails the edits stay pending and the
+	// error wraps ErrStorage. An import that applies while edits are
+	// pending folds them into the imported change and persists both, or
+	// fails (outcome Failed) and leaves them pending.
+	Flush(doc string) (before []byte, err error)
 }

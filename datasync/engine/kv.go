@@ -24,7 +24,19 @@ const MaxPending = 64
 // Concurrent writes to one key resolve last-writer-wins on (Lamport clock,
 // actor), so every replica holding the same changes holds the same values.
 // Deletions are tombstones until [KV.Compact] drops them.
+//
+// Local edits are made either committed at once ([KV.Set], [KV.Delete]) or
+// staged ([KV.Stage], [KV.StageDelete]) until [KV.Flush] commits them: KV
+// implements [Flusher]. Staged edits are not in the document's version,
+// changes or snapshot, and are not read back by Get until flushed.
 type KV struct {
+	// Persist, when set, is the storage hook: it is called with a
+	// document's snapshot before any change to its content (a local edit,
+	// a flush, an applied import, a compaction) becomes visible, and an
+	// error leaves the document as it was (the change is not made; staged
+	// edits stay staged). Set it before the engine is used.
+	Persist func(doc string, snapshot []byte) error
+
 	actor string
 	mu    sync.Mutex
 	docs  map[string]*kvDoc
@@ -37,7 +49,56 @@ type kvDoc struct {
 	base        vv // compaction frontier: tombstones at or below were dropped
 	baseLamport uint64
 	trimmed     map[string]bool // keys whose tombstones were dropped
-	pending     []delta
+	pending     []delta         // remote changes held behind a missing predecessor
+	local       []reg           // staged local edits, not yet committed (no dot)
+}
+
+func (d *kvDoc) clone() *kvDoc {
+	return &kvDoc{vv: d.vv.clone(), regs: maps.Clone(d.regs), lamport: d.lamport, base: d.base.clone(),
+		baseLamport: d.baseLamport, trimmed: maps.Clone(d.trimmed), pending: slices.Clone(d.pending),
+		local: slices.Clone(d.local)}
+}
+
+// work returns the copy of d a change is made on: d itself when nothing
+// can fail, a clone when storage can refuse the change.
+func (k *KV) work(d *kvDoc) *kvDoc {
+	if k.Persist == nil {
+		return d
+	}
+	return d.clone()
+}
+
+// save persists w, the new state of doc; on success it becomes visible.
+func (k *KV) save(doc string, w *kvDoc) error {
+	if k.Persist != nil {
+		if err := k.Persist(doc, w.snapshot().encode()); err != nil {
+			return fmt.Errorf("%w: document %q: %w", ErrStorage, doc, err)
+		}
+	}
+	k.docs[doc] = w
+	return nil
+}
+
+// commitLocal commits one local edit: the next Lamport clock and dot.
+func (d *kvDoc) commitLocal(actor string, g reg) {
+	d.lamport++
+	g.Lamport = d.lamport
+	g.Dot = dot{Actor: actor, Counter: d.vv[actor] + 1}
+	d.join(g)
+	d.vv[actor] = g.Dot.Counter
+}
+
+// fold commits every staged local edit.
+func (d *kvDoc) fold(actor string) {
+	for _, g := range d.local {
+		d.commitLocal(actor, g)
+	}
+	d.local = nil
+}
+
+func (d *kvDoc) snapshot() snapshot {
+	return snapshot{VV: d.vv, Base: d.base, BaseLamport: d.baseLamport,
+		Trimmed: slices.Collect(maps.Keys(d.trimmed)), Regs: slices.Collect(maps.Values(d.regs))}
 }
 
 func newDoc() *kvDoc {
@@ -158,9 +219,7 @@ func (k *KV) Snapshot(doc string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := snapshot{VV: d.vv, Base: d.base, BaseLamport: d.baseLamport,
-		Trimmed: slices.Collect(maps.Keys(d.trimmed)), Regs: slices.Collect(maps.Values(d.regs))}
-	return s.encode(), nil
+	return d.snapshot().encode(), nil
 }
 
 // Compact implements [Engine]: it drops tombstones, remembering only their
@@ -172,13 +231,14 @@ func (k *KV) Compact(doc string) error {
 	if err != nil {
 		return err
 	}
-	for key, g := range d.regs {
+	w := k.work(d)
+	for key, g := range w.regs {
 		if g.Deleted {
-			delete(d.regs, key)
-			d.trimmed[key] = true
+			delete(w.regs, key)
+			w.trimmed[key] = true
 		}
 	}
-	d.base = d.vv.clone()
-	d.baseLamport = d.lamport
-	return nil
+	w.base = w.vv.clone()
+	w.baseLamport = w.lamport
+	return k.save(doc, w)
 }

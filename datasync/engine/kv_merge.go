@@ -19,15 +19,23 @@ func (k *KV) Import(doc string, change []byte) (Outcome, error) {
 		d = newDoc()
 		k.docs[doc] = d
 	}
-	out := d.applyDelta(dl)
-	if out == MissingPredecessor {
-		if len(d.pending) == MaxPending {
-			d.pending = d.pending[1:]
+	w := k.work(d)
+	out := w.applyDelta(dl)
+	switch out {
+	case MissingPredecessor:
+		// Held in memory only: the targeted offer its arrival draws, or
+		// the next exchange, recovers it if it is lost.
+		if len(w.pending) == MaxPending {
+			w.pending = w.pending[1:]
 		}
-		d.pending = append(d.pending, dl)
-	}
-	if out == Applied {
-		d.drain()
+		w.pending = append(w.pending, dl)
+		k.docs[doc] = w
+	case Applied:
+		w.drain()
+		w.fold(k.actor) // staged local edits join the imported change
+		if err := k.save(doc, w); err != nil {
+			return Failed, err
+		}
 	}
 	return out, nil
 }
@@ -119,6 +127,7 @@ func (k *KV) ImportSnapshot(doc string, snap []byte) (Outcome, error) {
 			}
 		}
 	}
+	d = k.work(d)
 	in := map[string]bool{}
 	for _, g := range s.Regs {
 		in[g.Key] = true
@@ -143,6 +152,10 @@ func (k *KV) ImportSnapshot(doc string, snap []byte) (Outcome, error) {
 	d.baseLamport = max(d.baseLamport, s.BaseLamport)
 	d.vv.merge(s.VV)
 	d.drain()
+	d.fold(k.actor) // staged local edits join the imported snapshot
+	if err := k.save(doc, d); err != nil {
+		return Failed, err
+	}
 	return Applied, nil
 }
 
@@ -176,14 +189,65 @@ func (k *KV) write(doc string, g reg) error {
 	d := k.docs[doc]
 	if d == nil {
 		d = newDoc()
+	}
+	w := k.work(d)
+	w.commitLocal(k.actor, g)
+	return k.save(doc, w)
+}
+
+// Stage stages a local write of value under key, creating the document if
+// needed; [KV.Flush] commits it. Like Set, it is not subject to the
+// peer-named document ceiling.
+func (k *KV) Stage(doc, key string, value []byte) error {
+	return k.stage(doc, reg{Key: key, Value: append([]byte{}, value...)})
+}
+
+// StageDelete stages a local deletion of key.
+func (k *KV) StageDelete(doc, key string) error {
+	return k.stage(doc, reg{Key: key, Deleted: true})
+}
+
+func (k *KV) stage(doc string, g reg) error {
+	if g.Key == "" || len(g.Key) > maxKeyLen || len(g.Value) > maxValueLen {
+		return fmt.Errorf("datasync/engine: key must be 1..%d bytes, value at most %d", maxKeyLen, maxValueLen)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	d := k.docs[doc]
+	if d == nil {
+		d = newDoc()
 		k.docs[doc] = d
 	}
-	d.lamport++
-	g.Lamport = d.lamport
-	g.Dot = dot{Actor: k.actor, Counter: d.vv[k.actor] + 1}
-	d.join(g)
-	d.vv[k.actor] = g.Dot.Counter
+	d.local = append(d.local, g)
 	return nil
+}
+
+// Pending implements [Flusher].
+func (k *KV) Pending(doc string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	d := k.docs[doc]
+	return d != nil && len(d.local) > 0
+}
+
+// Flush implements [Flusher].
+func (k *KV) Flush(doc string) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	d, err := k.doc(doc)
+	if err != nil {
+		return nil, err
+	}
+	before := d.vv.encode()
+	if len(d.local) == 0 {
+		return before, nil
+	}
+	w := k.work(d)
+	w.fold(k.actor)
+	if err := k.save(doc, w); err != nil {
+		return nil, err
+	}
+	return before, nil
 }
 
 // Get returns the value under key; ok is false when the key is absent or

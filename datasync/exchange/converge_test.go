@@ -1,9 +1,12 @@
 package exchange
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ferry-sync/ferry/datasync/engine"
 )
 
 // TestRandomizedConvergence: several replicas make random edits and local
@@ -18,15 +21,50 @@ func TestRandomizedConvergence(t *testing.T) {
 		seeds = 3
 	}
 	for seed := range uint64(seeds) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { convergeOnce(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { convergeOnce(t, seed, false) })
 	}
 }
 
-func convergeOnce(t *testing.T, seed uint64) {
+// TestRandomizedConvergenceFlakyStorage is the same with storage that fails
+// a third of its writes while the edits run, and half the edits staged
+// (pending until a frame naming the document flushes them): the optional
+// flush and the version offer after a recovered flush failure are sent
+// along the way, and the converged round still costs exactly one offer and
+// one reply per direction.
+func TestRandomizedConvergenceFlakyStorage(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 3
+	}
+	folds := 0
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { folds += convergeOnce(t, seed, true) })
+	}
+	t.Logf("%d version offers after recovered flush failures", folds)
+	if folds == 0 {
+		t.Fatal("no version offer after a recovered flush failure was ever sent")
+	}
+}
+
+// convergeOnce runs one randomized history and returns how many version
+// offers after a recovered flush failure were sent.
+func convergeOnce(t *testing.T, seed uint64, flaky bool) int {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	names := []string{"r0", "r1", "r2", "r3", "r4"}
 	c := newCluster(t, seed, names...)
 	c.net.Loss, c.net.Dup, c.net.Reorder = 0.25, 0.15, true
+	failing := flaky
+	if flaky {
+		disk := rand.New(rand.NewPCG(seed, 11))
+		for _, r := range c.ord {
+			r.kv.Persist = func(string, []byte) error {
+				if failing && disk.IntN(3) == 0 {
+					return errDisk
+				}
+				return nil
+			}
+		}
+	}
 	for step := 0; step < 400; step++ {
 		r := c.ord[rng.IntN(len(c.ord))]
 		switch x := rng.IntN(20); {
@@ -35,7 +73,12 @@ func convergeOnce(t *testing.T, seed uint64) {
 			if rng.IntN(5) == 0 {
 				val = "" // deletion
 			}
-			c.edit(r, fmt.Sprintf("doc%d", rng.IntN(8)), fmt.Sprintf("k%d", rng.IntN(5)), val)
+			doc, key := fmt.Sprintf("doc%d", rng.IntN(8)), fmt.Sprintf("k%d", rng.IntN(5))
+			if flaky && rng.IntN(2) == 0 {
+				_ = r.kv.Stage(doc, key, []byte(val)) // an empty value stages a write of ""
+				continue
+			}
+			c.edit(r, doc, key, val)
 		case x < 15:
 			p := c.ord[rng.IntN(len(c.ord))]
 			if p != r {
@@ -57,6 +100,27 @@ func convergeOnce(t *testing.T, seed uint64) {
 		}
 	}
 	c.pump(50_000) // lossy traffic drains by itself
+	if flaky {
+		// Storage recovers; every edit still pending is flushed and
+		// committed, as the application would.
+		failing = false
+		for _, r := range c.ord {
+			for _, d := range r.kv.Docs() {
+				if !r.kv.Pending(d) {
+					continue
+				}
+				before, err := r.kv.Flush(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range c.ord {
+					if p != r {
+						c.send(r, r.sess[p.name].Commit(d, before))
+					}
+				}
+			}
+		}
+	}
 	c.net.Heal()
 	c.net.Loss = 0
 	var err error
@@ -78,8 +142,11 @@ func convergeOnce(t *testing.T, seed uint64) {
 		t.Fatalf("converged round: %d frames (delivered %d→%d), want %d", n, before, c.net.Delivered, want)
 	}
 	for _, r := range c.ord {
-		if len(r.reports) != 0 {
-			t.Fatalf("%s reported %v", r.name, r.reports)
+		for _, rep := range r.reports {
+			if !flaky || !errors.Is(rep.Err, engine.ErrStorage) {
+				t.Fatalf("%s reported %q", r.name, rep.Err)
+			}
 		}
 	}
+	return c.foldOffers
 }

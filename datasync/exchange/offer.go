@@ -83,16 +83,20 @@ func (s *Session) Unsent(doc string, before []byte) {
 	}
 }
 
-func (s *Session) flushFor(f frame.Frame) []Out {
-	var docs []string
+// framed lists the documents f names, sorted.
+func framed(f frame.Frame) []string {
 	switch f.Kind {
 	case frame.KindOffer:
-		docs = slices.Collect(maps.Keys(f.Docs))
+		return slices.Sorted(maps.Keys(f.Docs))
 	case frame.KindDelta, frame.KindSnap, frame.KindNeedSnap:
-		docs = []string{f.Doc}
+		return []string{f.Doc}
 	}
+	return nil
+}
+
+func (s *Session) flushFor(f frame.Frame) []Out {
 	var outs []Out
-	for _, doc := range slices.Sorted(slices.Values(docs)) {
+	for _, doc := range framed(f) {
 		if before, ok := s.unflushed[doc]; ok {
 			delete(s.unflushed, doc)
 			outs = append(outs, s.commit(doc, before)...)

@@ -26,8 +26,11 @@ import (
 // A frame whose version this session does not read is consumed with no
 // answer and no report (§Frames). Malformed frames are dropped; a document
 // over the byte budget is reported (§Bounds, checked before decoding). The
-// only other output is the optional flush of unsent local edits to a
-// document the frame names, which is owed, not an answer.
+// only other outputs are owed, not answers: the optional flush of local
+// edits to a document the frame names (unsent commits, and an engine's
+// pending edits, see [engine.Flusher]), and the optional single version
+// offer when that flush failed and the frame's change then applied, folding
+// the pending edits in (see flushEngine).
 func (s *Session) Receive(wire []byte) []Out {
 	f, err := frame.Parse(wire, s.enc().V)
 	if err != nil {
@@ -40,7 +43,12 @@ func (s *Session) Receive(wire []byte) []Out {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	outs := s.flushFor(f)
+	flushed, failed := s.flushEngine(framed(f))
+	outs = append(outs, flushed...)
 	outs = append(outs, s.answer(f)...)
+	if f.Kind == frame.KindDelta || f.Kind == frame.KindSnap {
+		outs = append(outs, s.offerAfterFold(f.Doc, failed)...)
+	}
 	return s.route(outs)
 }
 
@@ -175,11 +183,15 @@ func (s *Session) importSnap(f frame.Frame) {
 }
 
 // ImportSnapshot merges a whole document that arrived over the media path
-// (§Documents too large for a frame). Like snap, it is answered with nothing.
-func (s *Session) ImportSnapshot(doc string, blob []byte) {
+// (§Documents too large for a frame). Like snap, it is answered with
+// nothing: what it returns is only what a frame naming doc may owe (the
+// flush of pending local edits, or the version offer after a failed one).
+func (s *Session) ImportSnapshot(doc string, blob []byte) []Out {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	outs, failed := s.flushEngine([]string{doc})
 	s.importSnap(frame.Frame{Kind: frame.KindSnap, Doc: doc, Blob: blob})
+	return s.route(append(outs, s.offerAfterFold(doc, failed)...))
 }
 
 // catchUp is what a peer at version pv lacks of doc: a delta, else a snap,

@@ -64,6 +64,7 @@ type Link struct {
 	tx      *media.Sender
 	rx      *media.Receiver
 	wg      sync.WaitGroup
+	ctx     context.Context // Run's, set before anything is received
 }
 
 // New builds the link for a fresh space over eng with conn's peer; the
@@ -133,7 +134,7 @@ func (l *Link) data(p media.Purpose, b []byte) {
 	case media.PurposeAttachment:
 		_ = l.fetcher.Complete(p.Hash, b) // a mismatch is discarded; the request stays
 	case media.PurposeSnapshot:
-		l.session.ImportSnapshot(p.Doc, b)
+		l.send(l.ctx, l.session.ImportSnapshot(p.Doc, b))
 	}
 }
 
@@ -141,6 +142,7 @@ func (l *Link) data(p media.Purpose, b []byte) {
 // start and every Interval, and answers everything that arrives.
 func (l *Link) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
+	l.ctx = ctx // for what the media path's data callback sends
 	defer func() {
 		cancel()
 		l.wg.Wait()
