@@ -9,6 +9,7 @@
 //	internal/media  the media path (chunk 0, purpose mark, refusals)
 //	transport    in-memory lossy network, simulated group path, Noise IK TCP
 //	replica      one 1:1 space over one transport connection
+//	quarantine   the crash record of blobs in flight to the engine
 //
 // The reference implementation runs these frames inside MLS with the Loro
 // engine; neither exists in Go here. Ferry implements the wire contract
@@ -61,7 +62,19 @@
 //     exchange.TestTableOfferAsking, TestTableOfferReply,
 //     TestTableDeltaTerminal, TestTableDeltaMissingPredecessor,
 //     TestTableDeltaTrimmedHistory, TestTableSnapTerminal, TestTableNeedSnap;
-//     the optional flush: exchange.TestFlushOnce.
+//     the optional flush: exchange.Session.flushFor (unsent commits),
+//     exchange.Session.flushEngine (an engine's pending edits,
+//     engine.Flusher); exchange.TestFlushOnce,
+//     exchange.TestFlushFailureInForceNoOffer.
+//   - the optional version offer after a recovered flush failure, at most
+//     one, never while the failure is in force:
+//     exchange.Session.offerAfterFold, engine.KV (Stage, Flush, Persist;
+//     an applied import folds pending edits);
+//     exchange.TestFlushFailureOffersOnce,
+//     exchange.TestFlushFailureInForceNoOffer,
+//     exchange.TestRandomizedConvergenceFlakyStorage (traffic still stops,
+//     the converged round costs the same);
+//     docs/decisions/datasync-flush-offer.md.
 //   - answers are not trimmed to the names the inbound frame carried:
 //     exchange.TestSplitOffersAndUntrimmedAnswers.
 //   - deletion is not represented: a document dropped on one side
@@ -70,7 +83,12 @@
 //
 // §Bounds
 //   - at most 1,024 documents on peers' say-so, none for local creation:
-//     exchange.Space.admit; exchange.TestPeerNamedCeiling.
+//     exchange.Space.admit; exchange.TestPeerNamedCeiling. The set survives
+//     reconnections (one Space per process, replica.NewInSpace) and
+//     restarts (Space.PeerNamedDocs, Space.RestorePeerNamed, saved with
+//     ferry peer --state): exchange.TestPeerNamedCeilingSurvivesRestart,
+//     cmd/ferry.TestPeerStateKeepsPeerNamedCeiling;
+//     docs/decisions/datasync-peer-state.md.
 //   - 32 KiB of document bytes per frame, checked before decoding:
 //     frame.decodeBudgeted; frame.TestBudgetBeforeDecoding,
 //     exchange.TestBudgetReported.
@@ -118,11 +136,25 @@
 //   - unsolicited by design: replica.Link.judge admits snapshots without a
 //     request; replica.TestLinkOverPipe, replica.TestLinkOverNoiseTCP.
 //
+// §Delivery
+//   - a blob is judged before the engine sees it, and blobs in flight are
+//     recorded on disk so one that ends the process cannot end it again:
+//     exchange.Session.importGuarded (every delta, snap and media-path
+//     snapshot), quarantine.Dir (written and fsynced before the engine
+//     call, quarantined when found on open), the digest attach.Digest
+//     (attach.TestVectorsDigests); a quarantined blob is refused and
+//     reported, other blobs still import: exchange.TestQuarantineAfterCrash,
+//     replica.TestQuarantineAcrossCrash (a helper process dies in the
+//     engine), cmd/ferry.TestPeerQuarantine (ferry peer --state keeps
+//     STATE.quarantine/); docs/decisions/datasync-quarantine.md.
+//
 // §Reporting
 //   - a document that cannot replicate is reported (exchange.Report, not a
 //     log line): exchange.TestBudgetReported, TestOversizedDocument,
 //     TestPeerNamedCeiling, TestTableDeltaTrimmedHistory,
-//     TestTableDeltaTerminal, replica.TestOversizedSnapshotRefused.
+//     TestTableDeltaTerminal, replica.TestOversizedSnapshotRefused; a
+//     quarantined blob and a storage failure are reported too
+//     (exchange.TestQuarantineAfterCrash, TestFlushFailureOffersOnce).
 //
 // §The data purpose
 //   - not application-settable: datasync/internal/media cannot be imported
@@ -141,9 +173,4 @@
 //     peer; transport.Conn.Peer is the authenticated key
 //     (transport.TestNoiseRoundTripAndIdentity), and a listener admits only
 //     the expected key (transport.TestNoiseRejectsUnknownInitiator).
-//
-// Not implemented: the optional version offer after a recovered flush
-// failure (the KV engine never folds a pending local edit into an import,
-// so the case it covers does not arise); crash quarantine of blobs in
-// flight on disk (only the digest, attach.Digest, exists).
 package datasync
