@@ -15,11 +15,11 @@ import (
 // for the next process to quarantine. ok is false when the blob was not
 // handed to the engine: it is quarantined (reported once per digest) or
 // the record could not be made (reported); either way nothing answers it.
-func (s *Session) importGuarded(doc string, blob []byte, imp func() (engine.Outcome, error)) (out engine.Outcome, err error, ok bool) {
+func (s *Session) importGuarded(doc string, blob []byte, imp func() (engine.Outcome, error)) (out engine.Outcome, ok bool, err error) {
 	l := s.space.Ledger
 	if l == nil {
 		out, err = imp()
-		return out, err, true
+		return out, true, err
 	}
 	digest := quarantine.Digest(blob)
 	if err := l.Begin(digest, doc); err != nil {
@@ -30,13 +30,13 @@ func (s *Session) importGuarded(doc string, blob []byte, imp func() (engine.Outc
 		} else {
 			s.report(doc, errors.Join(ErrEngine, err))
 		}
-		return 0, nil, false
+		return 0, false, nil
 	}
 	out, err = imp()
 	if eerr := l.End(digest); eerr != nil {
 		s.report(doc, errors.Join(ErrEngine, eerr))
 	}
-	return out, err, true
+	return out, true, err
 }
 
 // firstRefusal reports whether this is the space's first refusal of the

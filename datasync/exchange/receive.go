@@ -136,7 +136,7 @@ func (s *Session) answerDelta(f frame.Frame) []Out {
 		s.report(f.Doc, ErrCeiling)
 		return nil
 	}
-	out, err, ok := s.importGuarded(f.Doc, f.Blob, func() (engine.Outcome, error) { return eng.Import(f.Doc, f.Blob) })
+	out, ok, err := s.importGuarded(f.Doc, f.Blob, func() (engine.Outcome, error) { return eng.Import(f.Doc, f.Blob) })
 	if !had && !eng.Has(f.Doc) {
 		s.space.release(f.Doc)
 	}
@@ -165,7 +165,7 @@ func (s *Session) importSnap(f frame.Frame) {
 		s.report(f.Doc, ErrCeiling)
 		return
 	}
-	out, err, ok := s.importGuarded(f.Doc, f.Blob, func() (engine.Outcome, error) { return eng.ImportSnapshot(f.Doc, f.Blob) })
+	out, ok, err := s.importGuarded(f.Doc, f.Blob, func() (engine.Outcome, error) { return eng.ImportSnapshot(f.Doc, f.Blob) })
 	if !had && !eng.Has(f.Doc) {
 		s.space.release(f.Doc)
 	}
