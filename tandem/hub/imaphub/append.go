@@ -141,6 +141,7 @@ func (s *Store) Destroy(ctx context.Context, ids []hub.ID) error {
 			return err
 		}
 		// Ids of another UIDVALIDITY are gone already.
+		s.headers.forget(sel.uidValidity, byValidity[sel.uidValidity])
 		for _, set := range batches(setOf(byValidity[sel.uidValidity])) {
 			if err := c.cmd(ctx, "destroy", "UID STORE "+set.String()+` +FLAGS.SILENT (\Deleted)`, nil); err != nil {
 				return err

@@ -38,6 +38,7 @@ func (c *conn) selectFolder(ctx context.Context, mailbox string, qr *cursor) (se
 		}
 		line += "))"
 	}
+	c.selValidity = 0 // a failed SELECT leaves no mailbox selected (RFC 9051 §6.3.2)
 	err := c.cmd(ctx, "select", line, func(r *response) error {
 		switch {
 		case r.status == "OK" && r.code != "":
@@ -77,7 +78,32 @@ func (c *conn) selectFolder(ctx context.Context, mailbox string, qr *cursor) (se
 		return sel, &hub.ProtocolError{Op: "select", Msg: "no UIDVALIDITY in the SELECT answer"}
 	}
 	sel.vanished = setOf(sel.vanished.uids())
+	c.selMailbox, c.selValidity = mailbox, sel.uidValidity
 	return sel, nil
+}
+
+// reselect makes mailbox the selected one, with its current messages in
+// view, and returns its UIDVALIDITY. When the connection already has it
+// selected under uidValidity, a NOOP brings in what other clients changed
+// (RFC 9051 §6.1.2) and saves the server reopening the mailbox, which
+// makes its next FETCH of bodies slower; otherwise it SELECTs.
+func (c *conn) reselect(ctx context.Context, mailbox string, uidValidity uint32) (uint32, error) {
+	if c.selValidity != 0 && c.selValidity == uidValidity && c.selMailbox == mailbox {
+		err := c.cmd(ctx, "noop", "NOOP", func(r *response) error {
+			if r.status == "OK" && r.code != "" {
+				name, arg, _ := strings.Cut(r.code, " ")
+				if strings.EqualFold(name, "UIDVALIDITY") && arg != strconv.FormatUint(uint64(uidValidity), 10) {
+					c.selValidity = 0
+				}
+			}
+			return nil
+		})
+		if err != nil || c.selValidity == uidValidity {
+			return c.selValidity, err
+		}
+	}
+	sel, err := c.selectFolder(ctx, mailbox, nil)
+	return sel.uidValidity, err
 }
 
 // parseVanished reads "VANISHED [(EARLIER)] uid-set".
@@ -117,13 +143,13 @@ func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 	var out hub.Changes
 	err := s.run(ctx, func(c *conn) error {
 		var err error
-		out, err = c.changes(ctx, s.mailbox, since, cur)
+		out, err = c.changes(ctx, s.mailbox, since, cur, &s.headers)
 		return err
 	})
 	return out, err
 }
 
-func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cur cursor) (hub.Changes, error) {
+func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cur cursor, hc *headerCache) (hub.Changes, error) {
 	var qr *cursor
 	if since != nil && c.qresync && cur.modSeq > 0 {
 		qr = &cur
@@ -132,6 +158,7 @@ func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cu
 	if err != nil {
 		return hub.Changes{}, err
 	}
+	hc.reset(sel.uidValidity)
 	var out hub.Changes
 	next := cursor{uidValidity: sel.uidValidity, modSeq: sel.modSeq}
 	known, last := cur.known, cur.lastUID
@@ -154,12 +181,13 @@ func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cu
 			return hub.Changes{}, err
 		}
 		known = subtract(known, gone)
+		hc.forget(sel.uidValidity, gone)
 		for _, uid := range gone {
 			out.Removed = append(out.Removed, makeID(sel.uidValidity, uid))
 		}
 	}
 	if sel.exists > 0 && last < math.MaxUint32 {
-		added, maxUID, err := c.fetchNew(ctx, last+1)
+		added, maxUID, err := c.fetchNew(ctx, last+1, hc)
 		if err != nil {
 			return hub.Changes{}, err
 		}
@@ -227,14 +255,14 @@ type newMessage struct {
 }
 
 // fetchNew runs UID FETCH <from>:* (UID BODY.PEEK[HEADER.FIELDS
-// (Tandem-Channel)]), ignoring a returned UID below from (n:* always returns
-// the last message). Messages without the header are skipped but count for
-// the last UID.
-func (c *conn) fetchNew(ctx context.Context, from uint32) ([]newMessage, uint32, error) {
+// (Tandem-Channel …)]), ignoring a returned UID below from (n:* always
+// returns the last message). Messages without the header are skipped but
+// count for the last UID. The other header fields Fetch needs come in the
+// same answer and go to hc (header.go).
+func (c *conn) fetchNew(ctx context.Context, from uint32, hc *headerCache) ([]newMessage, uint32, error) {
 	var out []newMessage
 	var maxUID uint32
-	line := fmt.Sprintf("UID FETCH %d:* (UID BODY.PEEK[HEADER.FIELDS (%s)])", from, hub.HeaderChannel)
-	memo := headerMemo{}
+	line := fmt.Sprintf("UID FETCH %d:* (UID BODY.PEEK[HEADER.FIELDS (%s)])", from, changesFields)
 	err := c.cmd(ctx, "changes", line, func(r *response) error {
 		if r.name != "FETCH" {
 			return nil
@@ -247,7 +275,7 @@ func (c *conn) fetchNew(ctx context.Context, from uint32) ([]newMessage, uint32,
 			return nil // the last message, or an unsolicited flag update
 		}
 		maxUID = max(maxUID, f.uid)
-		hi := memo.get(f.header)
+		hi := hc.add(f.uid, f.header)
 		if hi.parseErr != nil {
 			return nil // not a Tandem message (§10.4)
 		}

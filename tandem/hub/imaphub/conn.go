@@ -28,7 +28,11 @@ type conn struct {
 	broken   error
 	qresync  bool // ENABLE QRESYNC succeeded
 	selected bool // a SELECT succeeded on this connection
-	gone     bool // the server closed the connection (EOF, reset, BYE)
+	// selMailbox and selValidity are the mailbox the last SELECT opened
+	// and its UIDVALIDITY; selValidity is 0 when none is selected.
+	selMailbox  string
+	selValidity uint32
+	gone        bool // the server closed the connection (EOF, reset, BYE)
 }
 
 // statusError is a tagged NO or BAD.

@@ -13,10 +13,14 @@
 //     the server has QRESYNC (ENABLE QRESYNC right after login) and the
 //     cursor has a mod-sequence, else by comparing UID SEARCH ALL with the
 //     cursor's UID set; then new messages by UID FETCH <last+1>:* (UID
-//     BODY.PEEK[HEADER.FIELDS (Tandem-Channel)]), ignoring a returned UID
-//     below the range. A UIDVALIDITY change is a full resync.
+//     BODY.PEEK[HEADER.FIELDS (Tandem-Channel …)]), ignoring a returned UID
+//     below the range. A UIDVALIDITY change is a full resync. The same
+//     command also asks for the header fields Fetch needs (Tandem-Version,
+//     Content-Type, Content-Transfer-Encoding), which the Store keeps.
 //   - Fetch: UID FETCH (BODY.PEEK[HEADER.FIELDS (…)] BODY.PEEK[TEXT]), then
-//     the three reading steps of §10.4 (package hub).
+//     the three reading steps of §10.4 (package hub); for a message whose
+//     header fields Changes has kept, UID FETCH (BODY.PEEK[TEXT]) alone
+//     (docs/decisions/tandem-hub-imap-header-cache.md).
 //   - Destroy: UID STORE +FLAGS.SILENT (\Deleted), then UID EXPUNGE.
 //   - Watch: IDLE on its own connection, re-issued every 28 minutes.
 //

@@ -181,7 +181,7 @@ func (f *fakeServer) answer(tag, cmd string, r *bufio.Reader, w *bufio.Writer) b
 			break
 		}
 		ok()
-	case strings.HasPrefix(up, "CREATE"), strings.HasPrefix(up, "UID STORE"):
+	case strings.HasPrefix(up, "CREATE"), strings.HasPrefix(up, "UID STORE"), up == "NOOP":
 		ok()
 	case up == "CAPABILITY":
 		w.WriteString("* CAPABILITY " + f.caps + "\r\n")
@@ -263,10 +263,16 @@ func (f *fakeServer) fetch(cmd string, w *bufio.Writer) {
 			}
 		}
 	}
+	// Like a real server, it answers only the items asked for. (The header
+	// block is the whole header, not only the fields asked for.)
+	headers := strings.Contains(items, "HEADER.FIELDS")
 	bodies := strings.Contains(items, "BODY.PEEK[TEXT]")
 	for i, uid := range want {
 		hdr, body := splitRaw(f.msgs[uid])
-		fmt.Fprintf(w, "* %d FETCH (UID %d BODY[HEADER.FIELDS (X)] {%d}\r\n%s", i+1, uid, len(hdr), hdr)
+		fmt.Fprintf(w, "* %d FETCH (UID %d", i+1, uid)
+		if headers {
+			fmt.Fprintf(w, " BODY[HEADER.FIELDS (X)] {%d}\r\n%s", len(hdr), hdr)
+		}
 		if bodies {
 			fmt.Fprintf(w, " BODY[TEXT] {%d}\r\n%s", len(body), body)
 		}

@@ -178,7 +178,8 @@ func (rd *reader) fetchValue(f *fetched, kind int) (bad, err error) {
 
 // Fetch implements hub.Store: UID FETCH (BODY.PEEK[HEADER.FIELDS
 // (Content-Type Content-Transfer-Encoding …)] BODY.PEEK[TEXT]), then the
-// three reading steps of §10.4.
+// three reading steps of §10.4. For messages whose header fields Changes
+// has read (header.go) it asks for BODY.PEEK[TEXT] alone.
 func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	out := make([]hub.Body, len(ids))
 	w := wanted{answered: make([]bool, len(ids))}
@@ -210,13 +211,31 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.run(ctx, func(c *conn) error {
-		sel, err := c.selectFolder(ctx, s.mailbox, nil)
-		if err != nil || sel.uidValidity != uidValidity {
+		v, err := c.reselect(ctx, s.mailbox, uidValidity)
+		if err != nil || v != uidValidity {
 			return err // another UIDVALIDITY: a full resync is due, the ids are gone
 		}
-		for _, set := range batches(setOf(uids)) {
-			if err := c.fetchBodies(ctx, set, &w, out); err != nil {
-				return err
+		// Messages whose header fields Changes has read need BODY[TEXT]
+		// alone (header.go); the others get the §10.3 command.
+		var known, other []uint32
+		for _, uid := range uids {
+			if _, ok := s.headers.lookup(uidValidity, uid); ok {
+				known = append(known, uid)
+			} else {
+				other = append(other, uid)
+			}
+		}
+		for _, part := range []struct {
+			uids  []uint32
+			items string
+		}{
+			{known, "UID BODY.PEEK[TEXT]"},
+			{other, fmt.Sprintf("UID BODY.PEEK[HEADER.FIELDS (%s)] BODY.PEEK[TEXT]", changesFields)},
+		} {
+			for _, set := range batches(setOf(part.uids)) {
+				if err := c.fetchBodies(ctx, set, part.items, &w, out, &s.headers, uidValidity); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -267,10 +286,11 @@ func batches(s uidSet) []uidSet {
 	return out
 }
 
-func (c *conn) fetchBodies(ctx context.Context, set uidSet, w *wanted, out []hub.Body) error {
-	line := fmt.Sprintf("UID FETCH %s (UID BODY.PEEK[HEADER.FIELDS (%s %s Content-Type Content-Transfer-Encoding)] BODY.PEEK[TEXT])",
-		set, hub.HeaderVersion, hub.HeaderChannel)
-	memo := headerMemo{}
+// fetchBodies runs UID FETCH set (items) and decodes each answer (§10.4)
+// with the header fields in the answer, or else those hc holds.
+func (c *conn) fetchBodies(ctx context.Context, set uidSet, items string, w *wanted, out []hub.Body, hc *headerCache, uidValidity uint32) error {
+	line := fmt.Sprintf("UID FETCH %s (%s)", set, items)
+	var memo headerMemo
 	return c.cmd(ctx, "fetch", line, func(r *response) error {
 		if r.name != "FETCH" {
 			return nil
@@ -286,7 +306,11 @@ func (c *conn) fetchBodies(ctx context.Context, set uidSet, w *wanted, out []hub
 		if f.header == nil && f.text == nil && !f.tooLarge {
 			return nil // a flag update, not our answer
 		}
-		b := decode(f, memo.get(f.header))
+		hi, ok := hc.lookup(uidValidity, f.uid)
+		if f.header != nil || !ok {
+			hi, _ = memo.get(f.header)
+		}
+		b := decode(f, hi)
 		for _, p := range idx {
 			b.ID = out[p.i].ID
 			out[p.i] = b

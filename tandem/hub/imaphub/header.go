@@ -29,31 +29,98 @@ func parseHeaderInfo(block []byte) headerInfo {
 	}
 }
 
-// headerMemo parses each distinct header block of one command's answer
-// once. A folder's messages carry few distinct blocks (one per channel),
-// so a sync of thousands of messages parses a handful and shares their
-// strings. The result is a function of the bytes alone, so the memo
-// changes no result; it is bounded so that a server sending many or large
-// distinct blocks costs only the parsing it would cost anyway.
-type headerMemo map[string]headerInfo
+// headerMemo parses each distinct header block once. A folder's messages
+// carry few distinct blocks (one per channel), so a sync of thousands of
+// messages parses a handful and shares their strings. The result is a
+// function of the bytes alone, so the memo changes no result; it is
+// bounded so that a server sending many or large distinct blocks costs
+// only the parsing it would cost anyway.
+type headerMemo struct {
+	index map[string]int32 // block → infos index
+	infos []headerInfo
+}
 
 const (
 	memoEntries  = 256
 	memoBlockMax = 1 << 10
 )
 
-func (m headerMemo) get(block []byte) headerInfo {
+// get returns the block's fields, and their index in m (-1 if m is full).
+func (m *headerMemo) get(block []byte) (headerInfo, int32) {
 	if len(block) > memoBlockMax {
-		return parseHeaderInfo(block)
+		return parseHeaderInfo(block), -1
 	}
-	if hi, ok := m[string(block)]; ok {
-		return hi
+	if i, ok := m.index[string(block)]; ok {
+		return m.infos[i], i
 	}
 	hi := parseHeaderInfo(block)
-	if len(m) < memoEntries {
-		m[string(block)] = hi
+	if len(m.infos) >= memoEntries {
+		return hi, -1
+	}
+	if m.index == nil {
+		m.index = map[string]int32{}
+	}
+	i := int32(len(m.infos))
+	m.index[string(block)] = i
+	m.infos = append(m.infos, hi)
+	return hi, i
+}
+
+// headerCache keeps, for the messages Changes has reported, the header
+// fields Fetch needs (§10.4): Changes asks for them along with
+// Tandem-Channel, so that Fetch asks for BODY[TEXT] alone and the server
+// does not read the headers a second time. A message never changes under
+// its UIDVALIDITY and UID (RFC 9051 §2.3.1.1), so a header read once stays
+// true; a message not in the cache is fetched with its header fields as
+// §10.3 gives. The cache holds at most cacheUIDs messages and is emptied
+// when UIDVALIDITY changes. See docs/decisions/tandem-hub-imap-header-cache.md.
+type headerCache struct {
+	uidValidity uint32
+	memo        headerMemo
+	byUID       map[uint32]int32 // → memo.infos index
+}
+
+const cacheUIDs = 1 << 18
+
+// changesFields are the header fields Changes asks for: Tandem-Channel
+// (§10.3) and what Fetch needs for the three reading steps (§10.4).
+const changesFields = hub.HeaderChannel + " " + hub.HeaderVersion + " Content-Type Content-Transfer-Encoding"
+
+// reset empties the cache unless it is for uidValidity.
+func (hc *headerCache) reset(uidValidity uint32) {
+	if hc.uidValidity != uidValidity || hc.byUID == nil {
+		*hc = headerCache{uidValidity: uidValidity, byUID: map[uint32]int32{}}
+	}
+}
+
+// add records uid's header block and returns its fields.
+func (hc *headerCache) add(uid uint32, block []byte) headerInfo {
+	hi, i := hc.memo.get(block)
+	if i >= 0 && len(hc.byUID) < cacheUIDs {
+		hc.byUID[uid] = i
 	}
 	return hi
+}
+
+// lookup returns uid's header fields, if they are cached.
+func (hc *headerCache) lookup(uidValidity, uid uint32) (headerInfo, bool) {
+	if hc.uidValidity != uidValidity {
+		return headerInfo{}, false
+	}
+	i, ok := hc.byUID[uid]
+	if !ok {
+		return headerInfo{}, false
+	}
+	return hc.memo.infos[i], true
+}
+
+// forget drops uids (destroyed or reported removed).
+func (hc *headerCache) forget(uidValidity uint32, uids []uint32) {
+	if hc.uidValidity == uidValidity {
+		for _, uid := range uids {
+			delete(hc.byUID, uid)
+		}
+	}
 }
 
 // decode applies §10.4 to one fetched message whose header block is hi.

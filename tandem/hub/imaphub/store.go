@@ -68,6 +68,7 @@ type Store struct {
 	mailbox string               // <namespace prefix>Tandem, found at the first connect
 	closed  bool
 	watches map[*conn]struct{}
+	headers headerCache // what Changes read for Fetch; s.mu
 }
 
 var _ hub.Store = (*Store)(nil)

@@ -442,8 +442,11 @@ func (rd *reader) literalBytes() ([]byte, tooLarge, error) {
 		if c == '}' && digits > 0 {
 			break
 		}
-		if c < '0' || c > '9' || digits > 10 {
-			return nil, 0, fmt.Errorf("malformed literal size (at %q)", c)
+		if c < '0' || c > '9' {
+			return nil, 0, fmt.Errorf("malformed literal size: %q where a digit belongs", c)
+		}
+		if digits > 10 {
+			return nil, 0, errors.New("malformed literal size: more than 11 digits")
 		}
 		n = n*10 + int64(c-'0')
 		digits++
