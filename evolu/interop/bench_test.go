@@ -29,10 +29,11 @@ import (
 // so the bodies are opaque bytes of that size).
 const benchChangeSize = 100
 
-// relayKind starts one relay process.
+// relayKind starts one relay process, on a fresh data directory or on dir.
 type relayKind struct {
-	name  string
-	start func(testing.TB) *relayProc
+	name    string
+	start   func(testing.TB) *relayProc
+	startIn func(t testing.TB, dir string) *relayProc
 }
 
 // relayKinds are, in order: the anchor (the real @evolu/nodejs relay), the
@@ -40,9 +41,11 @@ type relayKind struct {
 // whose bytes on the wire Ferry must equal.
 func relayKinds(e realEnv) []relayKind {
 	return []relayKind{
-		{"ts", func(t testing.TB) *relayProc { return startTSRelay(t, e) }},
-		{"ferry", startFerryRelayProcess},
-		{"ts811", func(t testing.TB) *relayProc { return startTS811Relay(t, e) }},
+		{"ts", func(t testing.TB) *relayProc { return startTSRelay(t, e) },
+			func(t testing.TB, dir string) *relayProc { return startNodeRelayIn(t, e, "relay.mjs", dir) }},
+		{"ferry", startFerryRelayProcess, startFerryRelayProcessIn},
+		{"ts811", func(t testing.TB) *relayProc { return startTS811Relay(t, e) },
+			func(t testing.TB, dir string) *relayProc { return startNodeRelayIn(t, e, "relay-811.mjs", dir) }},
 	}
 }
 
@@ -233,67 +236,118 @@ func BenchmarkRelayPush20kPull(b *testing.B) {
 	runAll(b, relayKinds(e), workload)
 }
 
+// reconcile100k is the workload of the reconcile benchmarks: a relay holding
+// 100,005 changes but 5 (loaded by an untimed sync), a client holding
+// 100,005 but 5 others.
+type reconcile100k struct {
+	owner               vectorOwner
+	n                   int
+	clientIdx, relayIdx []int
+	allFP               protocol.Fingerprint
+}
+
+func newReconcile100k(b *testing.B) *reconcile100k {
+	w := &reconcile100k{owner: loadOwner(b, 0), n: 100_005}
+	onlyClient := map[int]bool{10: true, 20_000: true, 50_000: true, 77_777: true, 100_004: true}
+	onlyRelay := map[int]bool{0: true, 33_333: true, 50_001: true, 99_999: true, 100_003: true}
+	for i := range w.n {
+		if !onlyRelay[i] {
+			w.clientIdx = append(w.clientIdx, i)
+		}
+		if !onlyClient[i] {
+			w.relayIdx = append(w.relayIdx, i)
+		}
+	}
+	all := protocol.NewMemoryStorage()
+	if err := writeAll(context.Background(), all, w.owner.ID, opaqueItems(seq(0, w.n), benchChangeSize)); err != nil {
+		b.Fatal(err)
+	}
+	_, w.allFP, _ = storeDigest(context.Background(), all, w.owner.ID)
+	return w
+}
+
+// load fills the relay (untimed).
+func (w *reconcile100k) load(ctx context.Context, r *relayProc) error {
+	loader := protocol.NewMemoryStorage()
+	if err := writeAll(ctx, loader, w.owner.ID, opaqueItems(w.relayIdx, benchChangeSize)); err != nil {
+		return err
+	}
+	if _, err := protocolSync(ctx, r.URL, w.owner.ID, w.owner.WriteKey, loader); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	return nil
+}
+
+// reconcile times the client's sync and checks both sides converged.
+func (w *reconcile100k) reconcile(ctx context.Context, r *relayProc) (workloadResult, error) {
+	var res workloadResult
+	client := protocol.NewMemoryStorage()
+	if err := writeAll(ctx, client, w.owner.ID, opaqueItems(w.clientIdx, benchChangeSize)); err != nil {
+		return res, err
+	}
+	var s wsStats
+	err := timed(r, &res, func() (err error) {
+		if s, err = protocolSync(ctx, r.URL, w.owner.ID, w.owner.WriteKey, client); err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	if err := checkSame(ctx, client, w.owner.ID, w.n, w.allFP); err != nil {
+		return res, err
+	}
+	// The relay got the client's 5: a fresh client pulls everything.
+	check := protocol.NewMemoryStorage()
+	if _, err := protocolSync(ctx, r.URL, w.owner.ID, w.owner.WriteKey, check); err != nil {
+		return res, fmt.Errorf("check: %w", err)
+	}
+	if err := checkSame(ctx, check, w.owner.ID, w.n, w.allFP); err != nil {
+		return res, fmt.Errorf("relay after reconcile: %w", err)
+	}
+	res.Elapsed, res.BytesSent, res.BytesReceived, res.Rounds = s.Duration, s.BytesSent, s.BytesReceived, s.Rounds
+	res.Wait = s.Wait
+	return res, nil
+}
+
 // BenchmarkRelayReconcile100k reconciles a client of 100,000 changes with a
 // relay of 100,000 that differ in 10 (5 only on each side). Loading the relay
 // (by a sync from another client) is not timed; the reconciliation is.
 func BenchmarkRelayReconcile100k(b *testing.B) {
 	e := needReal(b)
-	owner := loadOwner(b, 0)
-	const n = 100_005
-	onlyClient := map[int]bool{10: true, 20_000: true, 50_000: true, 77_777: true, 100_004: true}
-	onlyRelay := map[int]bool{0: true, 33_333: true, 50_001: true, 99_999: true, 100_003: true}
-	var clientIdx, relayIdx []int
-	for i := range n {
-		if !onlyRelay[i] {
-			clientIdx = append(clientIdx, i)
+	w := newReconcile100k(b)
+	runAll(b, relayKinds(e), func(ctx context.Context, r *relayProc) (workloadResult, error) {
+		if err := w.load(ctx, r); err != nil {
+			return workloadResult{}, err
 		}
-		if !onlyClient[i] {
-			relayIdx = append(relayIdx, i)
-		}
-	}
-	all := protocol.NewMemoryStorage()
-	if err := writeAll(context.Background(), all, owner.ID, opaqueItems(seq(0, n), benchChangeSize)); err != nil {
-		b.Fatal(err)
-	}
-	_, allFP, _ := storeDigest(context.Background(), all, owner.ID)
+		return w.reconcile(ctx, r)
+	})
+}
 
-	workload := func(ctx context.Context, r *relayProc) (workloadResult, error) {
-		var res workloadResult
-		loader := protocol.NewMemoryStorage()
-		if err := writeAll(ctx, loader, owner.ID, opaqueItems(relayIdx, benchChangeSize)); err != nil {
-			return res, err
-		}
-		if _, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, loader); err != nil {
-			return res, fmt.Errorf("load: %w", err)
-		}
-		client := protocol.NewMemoryStorage()
-		if err := writeAll(ctx, client, owner.ID, opaqueItems(clientIdx, benchChangeSize)); err != nil {
-			return res, err
-		}
-		var s wsStats
-		err := timed(r, &res, func() (err error) {
-			if s, err = protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, client); err != nil {
-				return fmt.Errorf("reconcile: %w", err)
+// BenchmarkRelayReconcile100kRestarted is BenchmarkRelayReconcile100k with
+// every relay stopped after the load and restarted on its data before the
+// timed reconciliation, so nothing of the load is left in its memory (the
+// common case of a busy relay, whose caches hold few owners). Peak RSS is
+// the restarted process's.
+func BenchmarkRelayReconcile100kRestarted(b *testing.B) {
+	e := needReal(b)
+	w := newReconcile100k(b)
+	kinds := relayKinds(e)
+	restarted := make([]relayKind, len(kinds))
+	for i, k := range kinds {
+		restarted[i] = relayKind{name: k.name, start: func(t testing.TB) *relayProc {
+			dir := t.TempDir()
+			r := k.startIn(t, dir)
+			ctx := withTimeout(t, 10*time.Minute)
+			if err := w.load(ctx, r); err != nil {
+				t.Fatalf("%s relay: %v", k.name, err)
 			}
-			return nil
-		})
-		if err != nil {
-			return res, err
-		}
-		if err := checkSame(ctx, client, owner.ID, n, allFP); err != nil {
-			return res, err
-		}
-		// The relay got the client's 5: a fresh client pulls everything.
-		check := protocol.NewMemoryStorage()
-		if _, err := protocolSync(ctx, r.URL, owner.ID, owner.WriteKey, check); err != nil {
-			return res, fmt.Errorf("check: %w", err)
-		}
-		if err := checkSame(ctx, check, owner.ID, n, allFP); err != nil {
-			return res, fmt.Errorf("relay after reconcile: %w", err)
-		}
-		res.Elapsed, res.BytesSent, res.BytesReceived, res.Rounds = s.Duration, s.BytesSent, s.BytesReceived, s.Rounds
-		res.Wait = s.Wait
-		return res, nil
+			if err := r.Stop(); err != nil {
+				t.Logf("%s relay exit: %v", k.name, err)
+			}
+			return k.startIn(t, dir)
+		}}
 	}
-	runAll(b, relayKinds(e), workload)
+	runAll(b, restarted, w.reconcile)
 }

@@ -44,11 +44,17 @@ func (e *buildError) Error() string { return "go build ./cmd/ferry: " + e.err.Er
 // TS relay's) and waits until it accepts connections.
 func startFerryRelayProcess(t testing.TB) *relayProc {
 	t.Helper()
+	return startFerryRelayProcessIn(t, t.TempDir())
+}
+
+// startFerryRelayProcessIn is startFerryRelayProcess with its database in
+// dir, which may hold the database of an earlier run (a restarted relay).
+func startFerryRelayProcessIn(t testing.TB, dir string) *relayProc {
+	t.Helper()
 	bin, err := ferryBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	port := freeLoopbackPort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(bin, "relay", "--addr", addr, "--db", filepath.Join(dir, "relay.db"))

@@ -197,10 +197,16 @@ func startTS811Relay(t testing.TB, e realEnv) *relayProc {
 // adds KEY=VALUE variables (FERRY_EVOLU_RELAY_QUOTA for relay.mjs).
 func startNodeRelay(t testing.TB, e realEnv, script string, env ...string) *relayProc {
 	t.Helper()
+	return startNodeRelayIn(t, e, script, t.TempDir(), env...)
+}
+
+// startNodeRelayIn is startNodeRelay on the data directory dir, which may
+// hold the database of an earlier run (a restarted relay).
+func startNodeRelayIn(t testing.TB, e realEnv, script, dir string, env ...string) *relayProc {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the interop harness reads /proc")
 	}
-	dir := t.TempDir()
 	cmd := e.nodeCmd(context.Background(), script, dir)
 	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
