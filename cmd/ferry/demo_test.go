@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 func TestDemoHumanOutput(t *testing.T) {
@@ -122,10 +123,7 @@ func TestDemoCheckFailsOnDivergence(t *testing.T) {
 // server is not configured or not reachable.
 func realServer(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("FERRY_REQUIRE_REAL") == "1" {
-		t.Fatalf("real server required (FERRY_REQUIRE_REAL=1): %s", why)
-	}
-	t.Skip(why)
+	realtest.Unavailable(t, why)
 }
 
 // credential returns the password of user in a "u:p<sep>u:p" list.
@@ -144,8 +142,8 @@ func credential(list, sep, user string) string {
 // and a read-only probe, and the demo removes its own messages afterwards.
 // Messages of other channels in carol's folder are skipped, as they must be.
 func TestDemoDovecot(t *testing.T) {
-	addr := os.Getenv("FERRY_DOVECOT_ADDR")
-	pass := credential(os.Getenv("FERRY_DOVECOT_USERS"), " ", "carol")
+	addr := realtest.Getenv("FERRY_DOVECOT_ADDR")
+	pass := credential(realtest.Getenv("FERRY_DOVECOT_USERS"), " ", "carol")
 	if addr == "" || pass == "" {
 		realServer(t, "FERRY_DOVECOT_ADDR / FERRY_DOVECOT_USERS not set (run scripts/setup.d/10-dovecot.sh and source .cache/env.d/dovecot.env)")
 	}
@@ -163,8 +161,8 @@ func TestDemoDovecot(t *testing.T) {
 // TestDemoCyrus runs the demo scenario against the real Cyrus JMAP server of
 // scripts/setup.d/20-cyrus.sh, as user heidi (not used by other tests).
 func TestDemoCyrus(t *testing.T) {
-	url := os.Getenv("FERRY_CYRUS_JMAP_URL")
-	pass := credential(os.Getenv("FERRY_CYRUS_USERS"), ",", "heidi")
+	url := realtest.Getenv("FERRY_CYRUS_JMAP_URL")
+	pass := credential(realtest.Getenv("FERRY_CYRUS_USERS"), ",", "heidi")
 	if url == "" || pass == "" {
 		realServer(t, "FERRY_CYRUS_JMAP_URL / FERRY_CYRUS_USERS not set (run scripts/setup.d/20-cyrus.sh and source .cache/env.d/cyrus.env)")
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
@@ -31,17 +32,14 @@ func dovecot(tb testing.TB, env, user string) Config {
 	tb.Helper()
 	unavailable := func(why string) {
 		tb.Helper()
-		if os.Getenv("FERRY_REQUIRE_REAL") == "1" {
-			tb.Fatalf("real Dovecot required (FERRY_REQUIRE_REAL=1): %s; run scripts/setup.d/10-dovecot.sh", why)
-		}
-		tb.Skipf("no real Dovecot: %s (run scripts/setup.d/10-dovecot.sh and source .cache/env.d/dovecot.env)", why)
+		realtest.Unavailable(tb, "Dovecot: "+why+" (run scripts/setup.d/10-dovecot.sh)")
 	}
-	addr := os.Getenv(env)
+	addr := realtest.Getenv(env)
 	if addr == "" {
 		unavailable(env + " is not set")
 	}
 	pass := ""
-	for _, up := range strings.Fields(os.Getenv("FERRY_DOVECOT_USERS")) {
+	for _, up := range strings.Fields(realtest.Getenv("FERRY_DOVECOT_USERS")) {
 		if u, p, _ := strings.Cut(up, ":"); u == user {
 			pass = p
 		}

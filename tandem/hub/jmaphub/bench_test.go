@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
+
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
 )
@@ -102,8 +104,8 @@ func BenchmarkCyrusInitialSync(b *testing.B) {
 }
 
 func benchConfig(b *testing.B) Config {
-	url := os.Getenv("FERRY_CYRUS_JMAP_URL")
-	users := strings.Split(os.Getenv("FERRY_CYRUS_USERS"), ",")
+	url := realtest.Getenv("FERRY_CYRUS_JMAP_URL")
+	users := strings.Split(realtest.Getenv("FERRY_CYRUS_USERS"), ",")
 	if url == "" || len(users) <= userBench {
 		b.Skip("no Cyrus configured (scripts/setup.d/20-cyrus.sh)")
 	}

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
 
@@ -29,8 +29,8 @@ const testPoll = 200 * time.Millisecond
 // FERRY_REQUIRE_REAL=1) when no Cyrus is configured or reachable.
 func cyrusConfig(t *testing.T, i int) Config {
 	t.Helper()
-	url := os.Getenv("FERRY_CYRUS_JMAP_URL")
-	users := strings.Split(os.Getenv("FERRY_CYRUS_USERS"), ",")
+	url := realtest.Getenv("FERRY_CYRUS_JMAP_URL")
+	users := strings.Split(realtest.Getenv("FERRY_CYRUS_USERS"), ",")
 	if url == "" || i >= len(users) || !strings.Contains(users[i], ":") {
 		noServer(t, "FERRY_CYRUS_JMAP_URL / FERRY_CYRUS_USERS not set (run scripts/setup.d/20-cyrus.sh and source .cache/env.d/cyrus.env)")
 	}
@@ -48,10 +48,7 @@ func cyrusConfig(t *testing.T, i int) Config {
 
 func noServer(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("FERRY_REQUIRE_REAL") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
+	realtest.Unavailable(t, why)
 }
 
 func openCyrus(t *testing.T, cfg Config) *Store {
