@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // realEnv is what scripts/setup.d/30-evolu.sh installed.
@@ -27,9 +29,6 @@ type realEnv struct {
 	RelayDir  string // FERRY_EVOLU_RELAY_DIR: @evolu/nodejs + common next.5
 	JS        string // the Node scripts (this package's js/)
 }
-
-// requireReal reports whether a missing real package is a failure.
-func requireReal() bool { return os.Getenv("FERRY_REQUIRE_REAL") == "1" }
 
 // repoRoot is the module root (two levels above this package).
 func repoRoot(t testing.TB) string {
@@ -41,39 +40,14 @@ func repoRoot(t testing.TB) string {
 	return dir
 }
 
-// readEnvFile parses KEY=VALUE lines.
-func readEnvFile(path string) map[string]string {
-	out := map[string]string{}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if ok && !strings.HasPrefix(k, "#") {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // needReal returns the installed real packages, or skips the test (fails it
 // under FERRY_REQUIRE_REAL=1) when they are not installed.
 func needReal(t testing.TB) realEnv {
 	t.Helper()
-	get := func(k string) string { return os.Getenv(k) }
-	if get("FERRY_NODE24") == "" {
-		cache := os.Getenv("FERRY_CACHE")
-		if cache == "" {
-			cache = filepath.Join(repoRoot(t), ".cache")
-		}
-		file := readEnvFile(filepath.Join(cache, "env.d", "evolu.env"))
-		get = func(k string) string { return file[k] }
-	}
 	e := realEnv{
-		Node:      get("FERRY_NODE24"),
-		ClientDir: get("FERRY_EVOLU_CLIENT_DIR"),
-		RelayDir:  get("FERRY_EVOLU_RELAY_DIR"),
+		Node:      realtest.Getenv("FERRY_NODE24"),
+		ClientDir: realtest.Getenv("FERRY_EVOLU_CLIENT_DIR"),
+		RelayDir:  realtest.Getenv("FERRY_EVOLU_RELAY_DIR"),
 		JS:        filepath.Join(repoRoot(t), "evolu", "interop", "js"),
 	}
 	var missing []string
@@ -84,11 +58,7 @@ func needReal(t testing.TB) realEnv {
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("real Evolu packages not installed (run scripts/setup.d/30-evolu.sh): missing %q", missing)
-		if requireReal() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		realtest.Unavailable(t, fmt.Sprintf("real Evolu packages not installed (run scripts/setup.d/30-evolu.sh): missing %q", missing))
 	}
 	return e
 }
