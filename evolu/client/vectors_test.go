@@ -2,7 +2,6 @@ package client
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,15 +14,6 @@ import (
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
-
-func unhex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // jsonValue is a vector's SqliteValue: {kind, v, hex, negativeZero}.
 type jsonValue struct {
@@ -38,7 +28,7 @@ func (j jsonValue) value(t *testing.T) Value {
 	case "null":
 		return nil
 	case "bytes":
-		return unhex(t, j.Hex)
+		return vectors.Unhex(t, j.Hex)
 	case "string":
 		var s string
 		if err := json.Unmarshal(j.V, &s); err != nil {
@@ -131,30 +121,18 @@ func TestVectorsOwners(t *testing.T) {
 		for _, p := range c.Path {
 			path = append(path, fmt.Sprint(p))
 		}
-		k := SLIP21(unhex(t, c.Seed), path...)
+		k := SLIP21(vectors.Unhex(t, c.Seed), path...)
 		if hex.EncodeToString(k[:]) != c.Key {
 			t.Errorf("slip21 %v = %x, want %s", path, k, c.Key)
 		}
 	}
 }
 
-type jsonTS struct {
-	Millis  uint64 `json:"millis"`
-	Counter uint16 `json:"counter"`
-	NodeID  string `json:"nodeId"`
-}
-
-func (j jsonTS) ts(t *testing.T) protocol.Timestamp {
-	var n protocol.NodeID
-	copy(n[:], unhex(t, j.NodeID))
-	return protocol.Timestamp{Millis: j.Millis, Counter: j.Counter, NodeID: n}
-}
-
 func TestVectorsDbChanges(t *testing.T) {
 	var v struct {
 		Changes []struct {
-			Name      string `json:"name"`
-			Timestamp jsonTS `json:"timestamp"`
+			Name      string            `json:"name"`
+			Timestamp vectors.Timestamp `json:"timestamp"`
 			Change    struct {
 				Table    string   `json:"table"`
 				ID       string   `json:"id"`
@@ -169,12 +147,12 @@ func TestVectorsDbChanges(t *testing.T) {
 			Encrypted     string   `json:"encrypted"`
 		} `json:"changes"`
 		Errors []struct {
-			Name      string `json:"name"`
-			Timestamp jsonTS `json:"timestamp"`
-			Encrypted string `json:"encrypted"`
-			Key       string `json:"key"`
-			OK        bool   `json:"ok"`
-			Error     string `json:"error"`
+			Name      string            `json:"name"`
+			Timestamp vectors.Timestamp `json:"timestamp"`
+			Encrypted string            `json:"encrypted"`
+			Key       string            `json:"key"`
+			OK        bool              `json:"ok"`
+			Error     string            `json:"error"`
 		} `json:"errors"`
 	}
 	vectors.Load(t, "dbchanges.json", &v)
@@ -197,16 +175,16 @@ func TestVectorsDbChanges(t *testing.T) {
 		}
 		ch := DbChange{Table: c.Change.Table, ID: id, Values: cols(c.Change.Values), IsInsert: c.Change.IsInsert, IsDelete: c.Change.IsDelete}
 		var key [32]byte
-		copy(key[:], unhex(t, c.Key))
-		ts := c.Timestamp.ts(t)
-		enc, err := EncryptChange(bytes.NewReader(unhex(t, c.Nonce)), ts, ch, key)
+		copy(key[:], vectors.Unhex(t, c.Key))
+		ts := c.Timestamp.Timestamp(t)
+		enc, err := EncryptChange(bytes.NewReader(vectors.Unhex(t, c.Nonce)), ts, ch, key)
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		if hex.EncodeToString(enc) != c.Encrypted {
 			t.Errorf("%s: encrypted differs\n got %x\nwant %s", c.Name, enc, c.Encrypted)
 		}
-		got, err := DecryptChange(protocol.EncryptedMessage{Timestamp: ts, Change: unhex(t, c.Encrypted)}, key)
+		got, err := DecryptChange(protocol.EncryptedMessage{Timestamp: ts, Change: vectors.Unhex(t, c.Encrypted)}, key)
 		if err != nil {
 			t.Fatalf("%s: decrypt: %v", c.Name, err)
 		}
@@ -222,8 +200,8 @@ func TestVectorsDbChanges(t *testing.T) {
 	}
 	for _, c := range v.Errors {
 		var key [32]byte
-		copy(key[:], unhex(t, c.Key))
-		_, err := DecryptChange(protocol.EncryptedMessage{Timestamp: c.Timestamp.ts(t), Change: unhex(t, c.Encrypted)}, key)
+		copy(key[:], vectors.Unhex(t, c.Key))
+		_, err := DecryptChange(protocol.EncryptedMessage{Timestamp: c.Timestamp.Timestamp(t), Change: vectors.Unhex(t, c.Encrypted)}, key)
 		var tm *protocol.TimestampMismatchError
 		var name string
 		switch {
@@ -252,13 +230,17 @@ func TestPadme(t *testing.T) {
 }
 
 // TestVectorsPushContinuation reproduces the random-fingerprint
-// continuation of createProtocolMessageFromCrdtMessages byte for byte.
+// continuation of createProtocolMessageFromCrdtMessages byte for byte, with
+// NewPushRequest and with protocol.NewPushRequest over the changes encrypted
+// with the vectors' nonces. RandomBytes are the nonces of the changes TS
+// encrypted (all but the last fitted), then the fingerprint.
 func TestVectorsPushContinuation(t *testing.T) {
 	var v struct {
+		OwnerID      string `json:"ownerId"`
 		Continuation struct {
 			RandomBytes []string `json:"randomBytes"`
 			Length      int      `json:"length"`
-			Sha256      string   `json:"sha256"`
+			SHA256      string   `json:"sha256"`
 			Tail        string   `json:"tail"`
 		} `json:"continuation"`
 	}
@@ -269,30 +251,62 @@ func TestVectorsPushContinuation(t *testing.T) {
 		} `json:"owners"`
 	}
 	vectors.Load(t, "owners.json", &ow)
-	sec, _ := ParseSecret(ow.Owners[0].Secret)
-	o := OwnerFromSecret(sec)
-	var random []byte
-	for _, r := range v.Continuation.RandomBytes {
-		random = append(random, unhex(t, r)...)
-	}
-	id, _ := protocol.ParseID("AAAAAAAAAAAAAAAAAAAAAA")
-	var msgs []CrdtMessage
-	for i := range 12 {
-		msgs = append(msgs, CrdtMessage{
-			Timestamp: protocol.Timestamp{Millis: uint64(1_700_000_000_000 + i), NodeID: protocol.NodeID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}},
-			Change:    DbChange{Table: "big", ID: id, Values: []Column{{Name: "v", Value: strings.Repeat("z", 100000+i)}}, IsInsert: true},
-		})
-	}
-	rd := bytes.NewReader(random)
-	got, n, err := NewPushRequest(rd, o, msgs, 0)
+	sec, err := ParseSecret(ow.Owners[0].Secret) // testAppOwner
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(got)
-	if len(got) != v.Continuation.Length || hex.EncodeToString(sum[:]) != v.Continuation.Sha256 || !strings.HasSuffix(hex.EncodeToString(got), v.Continuation.Tail) {
-		t.Fatalf("continuation: %d bytes (want %d), %d messages", len(got), v.Continuation.Length, n)
+	o := OwnerFromSecret(sec)
+	if o.ID.String() != v.OwnerID {
+		t.Fatalf("owner %s, vectors %s", o.ID, v.OwnerID)
 	}
-	if rd.Len() != 0 {
-		t.Fatalf("%d random bytes unused", rd.Len())
+	random := v.Continuation.RandomBytes
+	id, _ := protocol.ParseID("AAAAAAAAAAAAAAAAAAAAAA")
+	msgs := make([]CrdtMessage, len(random)-1)
+	for i := range msgs {
+		msgs[i] = CrdtMessage{
+			Timestamp: protocol.Timestamp{Millis: uint64(1_700_000_000_000 + i), NodeID: protocol.NodeID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}},
+			Change:    DbChange{Table: "big", ID: id, Values: []Column{{Name: "v", Value: strings.Repeat("z", 100000+i)}}, IsInsert: true},
+		}
 	}
+	check := func(t *testing.T, got []byte, added int) {
+		t.Helper()
+		if len(got) != v.Continuation.Length || vectors.SHA256(got) != v.Continuation.SHA256 || !strings.HasSuffix(hex.EncodeToString(got), v.Continuation.Tail) {
+			t.Errorf("continuation: %d bytes sha256 %s tail %x; TS %d bytes %s tail %s",
+				len(got), vectors.SHA256(got), got[max(0, len(got)-40):], v.Continuation.Length, v.Continuation.SHA256, v.Continuation.Tail)
+		}
+		if added != len(msgs)-1 {
+			t.Errorf("added %d of %d; TS stopped at the last encrypted one", added, len(msgs))
+		}
+	}
+	t.Run("client", func(t *testing.T) {
+		var all []byte
+		for _, r := range random {
+			all = append(all, vectors.Unhex(t, r)...)
+		}
+		rd := bytes.NewReader(all)
+		got, n, err := NewPushRequest(rd, o, msgs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, got, n)
+		if rd.Len() != 0 {
+			t.Errorf("%d random bytes unused", rd.Len())
+		}
+	})
+	t.Run("protocol", func(t *testing.T) {
+		var enc []protocol.EncryptedMessage
+		for i, m := range msgs {
+			c, err := EncryptChange(bytes.NewReader(vectors.Unhex(t, random[i])), m.Timestamp, m.Change, o.EncryptionKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc = append(enc, protocol.EncryptedMessage{Timestamp: m.Timestamp, Change: c})
+		}
+		fp := vectors.Unhex(t, random[len(random)-1])
+		got, added, err := protocol.NewPushRequest(o.ID, o.WriteKey, enc, 0, bytes.NewReader(fp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, got, added)
+	})
 }

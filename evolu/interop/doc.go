@@ -28,10 +28,18 @@
 //     each side with scattered differences, both ways;
 //   - (d) TestEncryptedChangesCrossRead (every value kind, a deletion, both
 //     relays), and the checks of decrypted rows in the tests above;
-//   - (e) TestVectors*: codec, timestamps, message buffer limits, RBSR
-//     transcripts replayed on the memory and SQLite stores, relay replies and
-//     client outcomes, owner keys, encrypted changes, the push continuation;
-//     TestVectorsRegenerate proves the vectors are what the package makes;
+//   - (e) Ferry's encoder reproduces the TS encoder's bytes: the vectors in
+//     testdata/evolu are made by the real package, and TestVectorsRegenerate
+//     here proves they are what it makes today. They are asserted, without
+//     Node, by the packages that own the code (all loaded through
+//     evolu/internal/vectors): evolu/protocol's TestVectors* (varint and
+//     header version, timestamps, message buffers and their limits,
+//     Decode/Encode round trips, relay replies and client outcomes) and
+//     TestVectorsRBSRMemory (transcripts on the memory store);
+//     evolu/internal/sqlstore's TestVectorsRBSR (the same transcripts on the
+//     SQLite store); evolu/client's TestVectors* (values, owner keys and
+//     SLIP-21, encrypted changes, the push continuation by
+//     client.NewPushRequest and by protocol.NewPushRequest);
 //   - broadcasts and protocol errors (write key, quota) across the
 //     implementations, and the Ferry client's live loop (client.Run) with
 //     the real TS relay and a subscribed TS client.

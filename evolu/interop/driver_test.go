@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-sync/ferry/evolu/internal/vectors"
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
@@ -106,15 +107,15 @@ func loadOwner(t testing.TB, i int) vectorOwner {
 			EncryptionKey string `json:"encryptionKey"`
 		} `json:"owners"`
 	}
-	loadVectors(t, "owners.json", &v)
+	vectors.Load(t, "owners.json", &v)
 	o := v.Owners[i]
 	id, err := protocol.ParseOwnerID(o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var k protocol.WriteKey
-	copy(k[:], unhex(t, o.WriteKey))
-	return vectorOwner{Secret: o.Secret, ID: id, WriteKey: k, EncKey: unhex(t, o.EncryptionKey)}
+	copy(k[:], vectors.Unhex(t, o.WriteKey))
+	return vectorOwner{Secret: o.Secret, ID: id, WriteKey: k, EncKey: vectors.Unhex(t, o.EncryptionKey)}
 }
 
 // itemTimestamp is the timestamp of item i of the shared universe of
@@ -128,7 +129,7 @@ func itemTimestamp(i int) protocol.Timestamp {
 func opaqueItems(idx []int, size int) []protocol.EncryptedMessage {
 	out := make([]protocol.EncryptedMessage, len(idx))
 	for k, i := range idx {
-		out[k] = protocol.EncryptedMessage{Timestamp: itemTimestamp(i), Change: patternChange(i, size)}
+		out[k] = protocol.EncryptedMessage{Timestamp: itemTimestamp(i), Change: vectors.PatternChange(i, size)}
 	}
 	return out
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -16,7 +19,15 @@ func fuzzSeeds(f *testing.F) {
 			Hex string `json:"hex"`
 		} `json:"cases"`
 	}
-	loadVectors(f, "messages.json", &v)
+	// Package protocol cannot import evolu/internal/vectors (it imports
+	// protocol), so the seeds read the file directly.
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "evolu", "messages.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		f.Fatal(err)
+	}
 	for _, c := range v.Cases {
 		if b, err := hex.DecodeString(c.Hex); err == nil {
 			f.Add(b)

@@ -1,51 +1,20 @@
-package protocol
+package protocol_test
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/ferry-sync/ferry/evolu/internal/vectors"
+	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // The vectors in testdata/evolu are made by the real @evolu/common 8.11.0
-// (see testdata/evolu/README.md); Ferry must reproduce them.
-
-func loadVectors(t testing.TB, name string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "evolu", name))
-	if err != nil {
-		t.Fatalf("vectors: %v", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("vectors %s: %v", name, err)
-	}
-}
-
-func unhex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatalf("hex %q: %v", s, err)
-	}
-	return b
-}
-
-type jsonTimestamp struct {
-	Millis  uint64 `json:"millis"`
-	Counter uint16 `json:"counter"`
-	NodeID  string `json:"nodeId"`
-}
-
-func (j jsonTimestamp) ts(t *testing.T) Timestamp {
-	var n NodeID
-	copy(n[:], unhex(t, j.NodeID))
-	return Timestamp{Millis: j.Millis, Counter: j.Counter, NodeID: n}
-}
+// (see testdata/evolu/README.md); Ferry must reproduce them. They are loaded
+// and converted by evolu/internal/vectors.
 
 func TestVectorsVarint(t *testing.T) {
 	var v struct {
@@ -60,26 +29,44 @@ func TestVectorsVarint(t *testing.T) {
 			Rest  string  `json:"rest"`
 		} `json:"decode"`
 	}
-	loadVectors(t, "varint.json", &v)
+	vectors.Load(t, "varint.json", &v)
 	if len(v.Encode) == 0 || len(v.Decode) == 0 {
 		t.Fatal("no vectors")
 	}
+	owner := make([]byte, 16)
 	for _, c := range v.Encode {
-		if got := hex.EncodeToString(AppendNonNegativeInt(nil, c.Value)); got != c.Hex {
+		if got := hex.EncodeToString(protocol.AppendNonNegativeInt(nil, c.Value)); got != c.Hex {
 			t.Errorf("encode %d = %s, want %s", c.Value, got, c.Hex)
+		}
+		// The version field is a NonNegativeInt: parse it back from a header.
+		msg := append(vectors.Unhex(t, c.Hex), owner...)
+		msg = append(msg, byte(protocol.Broadcast))
+		h, err := protocol.ParseHeader(msg)
+		if err != nil || h.Version != c.Value {
+			t.Errorf("header with version %s = %d, %v; want %d", c.Hex, h.Version, err, c.Value)
 		}
 	}
 	for _, c := range v.Decode {
-		d := decoder{b: unhex(t, c.Hex)}
-		got, err := d.nonNegativeInt()
+		got, rest, err := protocol.DecodeNonNegativeInt(vectors.Unhex(t, c.Hex))
 		if c.Error != "" {
 			if err == nil {
 				t.Errorf("decode %s = %d, want error %q", c.Hex, got, c.Error)
 			}
+			// Rejected as a header's version too, whatever follows:
+			// truncated alone, or over-long/unsafe with an OwnerId after it.
+			in := vectors.Unhex(t, c.Hex)
+			if _, err := protocol.ParseHeader(in); err == nil {
+				t.Errorf("ParseHeader(%s) accepted what TS rejects (%s)", c.Hex, c.Error)
+			}
+			if len(in) >= 8 {
+				if _, err := protocol.ParseHeader(append(in, owner...)); err == nil {
+					t.Errorf("ParseHeader(%s + OwnerId) accepted what TS rejects (%s)", c.Hex, c.Error)
+				}
+			}
 			continue
 		}
-		if err != nil || got != *c.Value || hex.EncodeToString(d.b) != c.Rest {
-			t.Errorf("decode %s = %d rest %x (%v), want %d rest %s", c.Hex, got, d.b, err, *c.Value, c.Rest)
+		if err != nil || got != *c.Value || hex.EncodeToString(rest) != c.Rest {
+			t.Errorf("decode %s = %d rest %x (%v), want %d rest %s", c.Hex, got, rest, err, *c.Value, c.Rest)
 		}
 	}
 }
@@ -87,20 +74,20 @@ func TestVectorsVarint(t *testing.T) {
 func TestVectorsTimestamps(t *testing.T) {
 	var v struct {
 		Timestamps []struct {
-			Timestamp   jsonTimestamp `json:"timestamp"`
-			Bytes       string        `json:"bytes"`
-			Fingerprint string        `json:"fingerprint"`
+			Timestamp   vectors.Timestamp `json:"timestamp"`
+			Bytes       string            `json:"bytes"`
+			Fingerprint string            `json:"fingerprint"`
 		} `json:"timestamps"`
 		Buffers []struct {
-			Name       string          `json:"name"`
-			Timestamps []jsonTimestamp `json:"timestamps"`
-			Infinite   int             `json:"infinite"`
-			Hex        string          `json:"hex"`
+			Name       string              `json:"name"`
+			Timestamps []vectors.Timestamp `json:"timestamps"`
+			Infinite   int                 `json:"infinite"`
+			Hex        string              `json:"hex"`
 		} `json:"buffers"`
 	}
-	loadVectors(t, "timestamps.json", &v)
+	vectors.Load(t, "timestamps.json", &v)
 	for _, c := range v.Timestamps {
-		ts := c.Timestamp.ts(t)
+		ts := c.Timestamp.Timestamp(t)
 		b := ts.Bytes()
 		if hex.EncodeToString(b[:]) != c.Bytes {
 			t.Errorf("%v bytes %x, want %s", ts, b, c.Bytes)
@@ -108,15 +95,15 @@ func TestVectorsTimestamps(t *testing.T) {
 		if b.Timestamp() != ts {
 			t.Errorf("%v round trip", ts)
 		}
-		fp := TimestampFingerprint(b)
+		fp := protocol.TimestampFingerprint(b)
 		if hex.EncodeToString(fp[:]) != c.Fingerprint {
 			t.Errorf("%v fingerprint %x, want %s", ts, fp, c.Fingerprint)
 		}
 	}
 	for _, c := range v.Buffers {
-		var tb TimestampsBuffer
+		var tb protocol.TimestampsBuffer
 		for _, j := range c.Timestamps {
-			if err := tb.Add(j.ts(t)); err != nil {
+			if err := tb.Add(j.Timestamp(t)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -131,14 +118,12 @@ func TestVectorsTimestamps(t *testing.T) {
 			t.Errorf("%s: Len %d, encoded %d", c.Name, tb.Len(), len(got))
 		}
 		if c.Infinite == 0 {
-			d := decoder{b: got}
-			n, _ := d.nonNegativeInt()
-			ts, err := d.timestamps(n)
-			if err != nil || len(ts) != len(c.Timestamps) || d.remaining() != 0 {
+			ts, left, err := protocol.DecodeTimestamps(got)
+			if err != nil || len(ts) != len(c.Timestamps) || left != 0 {
 				t.Errorf("%s: decode %v", c.Name, err)
 			}
 			for i := range ts {
-				if ts[i] != c.Timestamps[i].ts(t) {
+				if ts[i] != c.Timestamps[i].Timestamp(t) {
 					t.Errorf("%s: decoded %d differs", c.Name, i)
 				}
 			}
@@ -147,24 +132,24 @@ func TestVectorsTimestamps(t *testing.T) {
 }
 
 type jsonRange struct {
-	Type        RangeType       `json:"type"`
-	UpperBound  *string         `json:"upperBound"`
-	Fingerprint string          `json:"fingerprint"`
-	Timestamps  []jsonTimestamp `json:"timestamps"`
+	Type        protocol.RangeType  `json:"type"`
+	UpperBound  *string             `json:"upperBound"`
+	Fingerprint string              `json:"fingerprint"`
+	Timestamps  []vectors.Timestamp `json:"timestamps"`
 }
 
-func (j jsonRange) rng(t *testing.T) Range {
-	r := Range{Type: j.Type, UpperBound: InfiniteUpperBound}
+func (j jsonRange) rng(t testing.TB) protocol.Range {
+	r := protocol.Range{Type: j.Type, UpperBound: protocol.InfiniteUpperBound}
 	if j.UpperBound != nil {
-		var b TimestampBytes
-		copy(b[:], unhex(t, *j.UpperBound))
-		r.UpperBound = BoundAt(b)
+		var b protocol.TimestampBytes
+		copy(b[:], vectors.Unhex(t, *j.UpperBound))
+		r.UpperBound = protocol.BoundAt(b)
 	}
-	copy(r.Fingerprint[:], unhex(t, j.Fingerprint))
-	if j.Type == RangeTimestamps {
-		r.Timestamps = []TimestampBytes{}
+	copy(r.Fingerprint[:], vectors.Unhex(t, j.Fingerprint))
+	if j.Type == protocol.RangeTimestamps {
+		r.Timestamps = []protocol.TimestampBytes{}
 		for _, ts := range j.Timestamps {
-			r.Timestamps = append(r.Timestamps, ts.ts(t).Bytes())
+			r.Timestamps = append(r.Timestamps, ts.Timestamp(t).Bytes())
 		}
 	}
 	return r
@@ -177,15 +162,15 @@ func TestVectorsMessages(t *testing.T) {
 		Cases        []struct {
 			Name    string `json:"name"`
 			Options struct {
-				MessageType      MessageType       `json:"messageType"`
-				WriteKey         string            `json:"writeKey"`
-				SubscriptionFlag *SubscriptionFlag `json:"subscriptionFlag"`
-				ErrorCode        ErrorCode         `json:"errorCode"`
-				Version          uint64            `json:"version"`
+				MessageType      protocol.MessageType       `json:"messageType"`
+				WriteKey         string                     `json:"writeKey"`
+				SubscriptionFlag *protocol.SubscriptionFlag `json:"subscriptionFlag"`
+				ErrorCode        protocol.ErrorCode         `json:"errorCode"`
+				Version          uint64                     `json:"version"`
 			} `json:"options"`
 			Messages []struct {
-				Timestamp jsonTimestamp `json:"timestamp"`
-				Change    string        `json:"change"`
+				Timestamp vectors.Timestamp `json:"timestamp"`
+				Change    string            `json:"change"`
 			} `json:"messages"`
 			Ranges  []jsonRange `json:"ranges"`
 			GetSize int         `json:"getSize"`
@@ -198,23 +183,23 @@ func TestVectorsMessages(t *testing.T) {
 			Sha256   string `json:"sha256"`
 		} `json:"limits"`
 	}
-	loadVectors(t, "messages.json", &v)
-	var owner OwnerID
-	copy(owner[:], unhex(t, v.OwnerIDBytes))
+	vectors.Load(t, "messages.json", &v)
+	var owner protocol.OwnerID
+	copy(owner[:], vectors.Unhex(t, v.OwnerIDBytes))
 	for _, c := range v.Cases {
-		opts := BufferOptions{Type: c.Options.MessageType, ErrorCode: c.Options.ErrorCode, Version: c.Options.Version}
+		opts := protocol.BufferOptions{Type: c.Options.MessageType, ErrorCode: c.Options.ErrorCode, Version: c.Options.Version}
 		if c.Options.SubscriptionFlag != nil {
 			opts.Subscription = *c.Options.SubscriptionFlag
 		}
 		if c.Options.WriteKey != "" {
-			var k WriteKey
-			copy(k[:], unhex(t, c.Options.WriteKey))
+			var k protocol.WriteKey
+			copy(k[:], vectors.Unhex(t, c.Options.WriteKey))
 			opts.WriteKey = &k
 		}
-		b := NewMessageBuffer(owner, opts)
-		var msgs []EncryptedMessage
+		b := protocol.NewMessageBuffer(owner, opts)
+		var msgs []protocol.EncryptedMessage
 		for _, m := range c.Messages {
-			em := EncryptedMessage{Timestamp: m.Timestamp.ts(t), Change: unhex(t, m.Change)}
+			em := protocol.EncryptedMessage{Timestamp: m.Timestamp.Timestamp(t), Change: vectors.Unhex(t, m.Change)}
 			msgs = append(msgs, em)
 			if err := b.AddMessage(em); err != nil {
 				// TS asserts delta >= 0 only per timestamps buffer; a
@@ -222,7 +207,7 @@ func TestVectorsMessages(t *testing.T) {
 				t.Fatalf("%s: AddMessage: %v", c.Name, err)
 			}
 		}
-		var rs []Range
+		var rs []protocol.Range
 		for _, jr := range c.Ranges {
 			r := jr.rng(t)
 			rs = append(rs, r)
@@ -242,12 +227,12 @@ func TestVectorsMessages(t *testing.T) {
 			continue
 		}
 		// And decode back.
-		m, err := Decode(got)
+		m, err := protocol.Decode(got)
 		if err != nil {
 			t.Errorf("%s: decode: %v", c.Name, err)
 			continue
 		}
-		if opts.Version != 0 && opts.Version != Version {
+		if opts.Version != 0 && opts.Version != protocol.Version {
 			continue
 		}
 		if len(m.Messages) != len(msgs) || len(m.Ranges) != len(rs) {
@@ -258,18 +243,22 @@ func TestVectorsMessages(t *testing.T) {
 				t.Errorf("%s: message %d differs", c.Name, i)
 			}
 		}
+		// What TS encodes, Ferry decodes and re-encodes to the same bytes.
+		if again, err := protocol.Encode(m); err != nil || !bytes.Equal(again, got) {
+			t.Errorf("%s: Encode(Decode(ts)) = %x, %v", c.Name, again, err)
+		}
 	}
 	if len(v.Limits) == 0 {
 		t.Fatal("no limit vectors")
 	}
 	for _, l := range v.Limits {
 		// 1 MB request with the write key filled by CanAddMessage.
-		var key WriteKey
-		copy(key[:], unhex(t, v.WriteKey))
-		b := NewMessageBuffer(owner, BufferOptions{Type: Request, WriteKey: &key})
+		var key protocol.WriteKey
+		copy(key[:], vectors.Unhex(t, v.WriteKey))
+		b := protocol.NewMessageBuffer(owner, protocol.BufferOptions{Type: protocol.Request, WriteKey: &key})
 		var sizes []int
 		for i := 0; ; i++ {
-			m := EncryptedMessage{Timestamp: Timestamp{Millis: uint64(1 + i)}, Change: patternChange(100+i, 60000)}
+			m := protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: uint64(1 + i)}, Change: vectors.PatternChange(100+i, 60000)}
 			if !b.CanAddMessage(m) {
 				break
 			}
@@ -279,34 +268,13 @@ func TestVectorsMessages(t *testing.T) {
 			sizes = append(sizes, b.Size())
 		}
 		got, _ := b.Bytes()
-		if len(sizes) != l.Accepted || !slicesEqual(sizes, l.Sizes) {
+		if len(sizes) != l.Accepted || !slices.Equal(sizes, l.Sizes) {
 			t.Errorf("%s: sizes %v, want %v", l.Name, sizes, l.Sizes)
 		}
-		if sha(got) != l.Sha256 {
+		if vectors.SHA256(got) != l.Sha256 {
 			t.Errorf("%s: sha256 differs", l.Name)
 		}
 	}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// patternChange is the vectors' opaque change body.
-func patternChange(i, n int) []byte {
-	b := make([]byte, n)
-	for j := range b {
-		b[j] = byte(i*7 + j*13)
-	}
-	return b
 }
 
 func TestVectorsReplies(t *testing.T) {
@@ -330,13 +298,13 @@ func TestVectorsReplies(t *testing.T) {
 		} `json:"client"`
 		WriteKey string `json:"writeKey"`
 	}
-	loadVectors(t, "replies.json", &v)
+	vectors.Load(t, "replies.json", &v)
 	ctx := context.Background()
-	st := NewMemoryStorage()
+	st := protocol.NewMemoryStorage()
 	for _, c := range v.Relay {
-		got, err := ApplyAsRelay(ctx, st, unhex(t, c.Request), RelayOptions{Version: c.RelayVersion})
+		got, err := protocol.ApplyAsRelay(ctx, st, vectors.Unhex(t, c.Request), protocol.RelayOptions{Version: c.RelayVersion})
 		if !c.OK {
-			if !errors.Is(err, ErrInvalidData) || got != nil {
+			if !errors.Is(err, protocol.ErrInvalidData) || got != nil {
 				t.Errorf("%s: got %x, %v; want ProtocolInvalidDataError", c.Name, got, err)
 			}
 			continue
@@ -345,14 +313,14 @@ func TestVectorsReplies(t *testing.T) {
 			t.Errorf("%s: got %x, %v; want %s", c.Name, got, err, c.Reply)
 		}
 	}
-	var key WriteKey
-	copy(key[:], unhex(t, v.WriteKey))
+	var key protocol.WriteKey
+	copy(key[:], vectors.Unhex(t, v.WriteKey))
 	for _, c := range v.Client {
-		opts := ClientOptions{}
+		opts := protocol.ClientOptions{}
 		if c.WithWriteKey {
 			opts.WriteKey = &key
 		}
-		res, err := ApplyAsClient(ctx, NewMemoryStorage(), unhex(t, c.Reply), opts)
+		res, err := protocol.ApplyAsClient(ctx, protocol.NewMemoryStorage(), vectors.Unhex(t, c.Reply), opts)
 		if c.OK {
 			if err != nil || res.Outcome.String() != c.Outcome {
 				t.Errorf("%s: %v %v, want %s", c.Name, res.Outcome, err, c.Outcome)
@@ -362,7 +330,7 @@ func TestVectorsReplies(t *testing.T) {
 		if got := errorType(err); got != c.Error {
 			t.Errorf("%s: error %v (%s), want %s", c.Name, err, got, c.Error)
 		}
-		var ve *VersionError
+		var ve *protocol.VersionError
 		if c.IsInitiator != nil && (!errors.As(err, &ve) || ve.IsInitiator != *c.IsInitiator) {
 			t.Errorf("%s: isInitiator mismatch: %v", c.Name, err)
 		}
@@ -371,12 +339,12 @@ func TestVectorsReplies(t *testing.T) {
 
 // errorType names err as the TS error type.
 func errorType(err error) string {
-	var ve *VersionError
-	var re *ResponseError
+	var ve *protocol.VersionError
+	var re *protocol.ResponseError
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, ErrInvalidData):
+	case errors.Is(err, protocol.ErrInvalidData):
 		return "ProtocolInvalidDataError"
 	case errors.As(err, &ve):
 		return "ProtocolVersionError"
@@ -384,9 +352,4 @@ func errorType(err error) string {
 		return re.Code.String()
 	}
 	return err.Error()
-}
-
-func sha(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
 }

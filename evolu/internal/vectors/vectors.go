@@ -1,6 +1,15 @@
 // Package vectors loads the conformance vectors of testdata/evolu, made by
 // the real @evolu/common (testdata/evolu/README.md), for the tests of the
-// evolu packages.
+// evolu packages: it is the one place that reads those files (Load) and
+// converts their hex strings (Unhex), digests (SHA256) and timestamps
+// (Timestamp), and it holds the generators the vectors describe by rule
+// (PatternChange, Universe) and the RBSR transcript replay (ReplayRBSR),
+// run on the memory store by evolu/protocol and on the SQLite store by
+// evolu/internal/sqlstore.
+//
+// Package protocol's own (in-package) tests cannot import this package,
+// which imports protocol; the vector tests of evolu/protocol are therefore
+// package protocol_test (export_test.go opens the decoder to them).
 package vectors
 
 import (
@@ -34,7 +43,8 @@ func Load(t testing.TB, name string, v any) {
 	}
 }
 
-func unhex(t testing.TB, s string) []byte {
+// Unhex decodes the hex string s of a vector, failing t if it is not hex.
+func Unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)
 	if err != nil {
@@ -43,9 +53,30 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-func sha(b []byte) string {
+// SHA256 is the lower-case hex SHA-256 of b, as the vectors write digests.
+func SHA256(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// Timestamp is a timestamp as the vectors write it:
+// {"millis", "counter", "nodeId" (16 hex digits)}.
+type Timestamp struct {
+	Millis  uint64 `json:"millis"`
+	Counter uint16 `json:"counter"`
+	NodeID  string `json:"nodeId"`
+}
+
+// Timestamp converts j, failing t if the node ID is not 8 bytes of hex.
+func (j Timestamp) Timestamp(t testing.TB) protocol.Timestamp {
+	t.Helper()
+	var n protocol.NodeID
+	b := Unhex(t, j.NodeID)
+	if len(b) != len(n) {
+		t.Fatalf("nodeId %q is not %d bytes", j.NodeID, len(n))
+	}
+	copy(n[:], b)
+	return protocol.Timestamp{Millis: j.Millis, Counter: j.Counter, NodeID: n}
 }
 
 // PatternChange is the vectors' opaque change body: byte j is (i*7 + j*13) & 0xff.
@@ -116,7 +147,7 @@ func ReplayRBSR(t *testing.T, newStorage func(t *testing.T) protocol.RelayStorag
 		t.Fatal(err)
 	}
 	var key protocol.WriteKey
-	copy(key[:], unhex(t, v.WriteKey))
+	copy(key[:], Unhex(t, v.WriteKey))
 	ctx := context.Background()
 	for _, e := range v.Exchanges {
 		t.Run(e.Name, func(t *testing.T) {
@@ -139,6 +170,9 @@ func ReplayRBSR(t *testing.T, newStorage func(t *testing.T) protocol.RelayStorag
 			}
 			pick(client, e.Client)
 			pick(relay, e.Relay)
+			if _, err := relay.ValidateWriteKey(ctx, owner, key); err != nil {
+				t.Fatal(err)
+			}
 			check := func(step int, from string, got []byte) {
 				if step >= len(e.Transcript) {
 					t.Fatalf("step %d beyond the transcript of %d", step, len(e.Transcript))
@@ -151,8 +185,8 @@ func ReplayRBSR(t *testing.T, newStorage func(t *testing.T) protocol.RelayStorag
 					if hex.EncodeToString(got) != w.Hex {
 						t.Fatalf("step %d (%s):\n got %x\nwant %s", step, from, got, w.Hex)
 					}
-				} else if len(got) != w.Length || sha(got) != w.Sha256 {
-					t.Fatalf("step %d (%s): %d bytes sha %s, want %d bytes %s", step, from, len(got), sha(got), w.Length, w.Sha256)
+				} else if len(got) != w.Length || SHA256(got) != w.Sha256 {
+					t.Fatalf("step %d (%s): %d bytes sha %s, want %d bytes %s", step, from, len(got), SHA256(got), w.Length, w.Sha256)
 				}
 			}
 			req, err := protocol.NewSyncRequest(ctx, client, owner, protocol.SubscriptionNone)
