@@ -14,11 +14,7 @@ func (k *KV) Import(doc string, change []byte) (Outcome, error) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	d := k.docs[doc]
-	if d == nil {
-		d = newDoc()
-		k.docs[doc] = d
-	}
+	d := k.docOrNew(doc)
 	w := k.work(d)
 	out := w.applyDelta(dl)
 	switch out {
@@ -112,11 +108,7 @@ func (k *KV) ImportSnapshot(doc string, snap []byte) (Outcome, error) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	d := k.docs[doc]
-	if d == nil {
-		d = newDoc()
-		k.docs[doc] = d
-	}
+	d := k.docOrNew(doc)
 	if s.VV.le(d.vv) {
 		return AlreadyHeld, nil
 	}
@@ -213,11 +205,7 @@ func (k *KV) stage(doc string, g reg) error {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	d := k.docs[doc]
-	if d == nil {
-		d = newDoc()
-		k.docs[doc] = d
-	}
+	d := k.docOrNew(doc)
 	d.local = append(d.local, g)
 	return nil
 }
@@ -299,4 +287,15 @@ func (k *KV) Drop(doc string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.docs, doc)
+}
+
+// docOrNew returns the document named doc, adding an empty one to k.docs
+// when there is none. The caller holds k.mu.
+func (k *KV) docOrNew(doc string) *kvDoc {
+	d := k.docs[doc]
+	if d == nil {
+		d = newDoc()
+		k.docs[doc] = d
+	}
+	return d
 }
