@@ -67,11 +67,7 @@ func TestBadAnswersKeepCursor(t *testing.T) {
 			ch := hubtest.Channel(1)
 			uid1 := f.add(built(t, ch, hubtest.Envelope(70)))
 			uid2 := f.add(built(t, ch, hubtest.Envelope(70)))
-			s, err := Open(ctx5(t), f.config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := f.open(t)
 			c1, err := s.Changes(ctx5(t), nil)
 			if err != nil || len(c1.Added) != 2 {
 				t.Fatalf("first Changes: %+v, %v", c1, err)
@@ -119,18 +115,14 @@ func TestBadAnswersKeepCursor(t *testing.T) {
 func TestProtocolErrorsAreTyped(t *testing.T) {
 	f := newFake(t)
 	f.add(built(t, hubtest.Channel(1), hubtest.Envelope(70)))
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	f.setHook(func(line string) (string, bool, bool) {
 		if strings.HasPrefix(line, "UID FETCH") {
 			return "* 1 FETCH (UID 1 BODY[HEADER.FIELDS (X)] {50}\r\nshort", true, true
 		}
 		return "", false, false
 	})
-	_, err = s.Changes(ctx5(t), nil)
+	_, err := s.Changes(ctx5(t), nil)
 	var pe *hub.ProtocolError
 	if !errors.As(err, &pe) || !errors.Is(err, hub.ErrProtocol) || pe.Op != "changes" {
 		t.Fatalf("truncated literal: %v (%T), want a *hub.ProtocolError for changes", err, err)
@@ -145,11 +137,7 @@ func TestFetchPerMessageErrors(t *testing.T) {
 	utext := f.add("Tandem-Version: 1\r\nTandem-Channel: " + ch + "\r\n\r\nnot an envelope\r\n")
 	uv2 := f.add("Tandem-Version: 2\r\nTandem-Channel: " + ch + "\r\n\r\n" + hub.EncodeBody(good))
 	ubig := f.add(built(t, ch, hubtest.Envelope(100))) // its answer is replaced below
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	f.setHook(func(line string) (string, bool, bool) {
 		if !strings.HasPrefix(line, "UID FETCH") || !strings.Contains(line, "BODY.PEEK[TEXT]") {
 			return "", false, false
@@ -189,11 +177,7 @@ func TestFetchPerMessageErrors(t *testing.T) {
 
 func TestAppendWithoutAppendUID(t *testing.T) {
 	f := newFake(t)
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	f.setHook(func(line string) (string, bool, bool) {
 		if strings.HasPrefix(line, "APPEND") {
 			return "+ ok\r\n%TAG% OK appended\r\n", false, true
@@ -215,11 +199,7 @@ func TestServerWithoutUIDPLUS(t *testing.T) {
 
 func TestContextCancelInterrupts(t *testing.T) {
 	f := newFake(t)
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	f.setHook(func(line string) (string, bool, bool) {
 		if strings.HasPrefix(line, "SELECT") {
 			return "* 1 EXISTS\r\n", false, true // and never completes
@@ -256,11 +236,7 @@ func TestQRESYNCLongKnownSet(t *testing.T) {
 		return "* 0 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [HIGHESTMODSEQ 9] ok\r\n" +
 			"* VANISHED (EARLIER) 1:9999,20000\r\n%TAG% OK [READ-WRITE] done\r\n", false, true
 	})
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	if !s.c.qresync {
 		t.Fatal("QRESYNC not enabled")
 	}
@@ -301,11 +277,7 @@ func TestReconnectAfterIdleLogout(t *testing.T) {
 	ch := hubtest.Channel(1)
 	env := hubtest.Envelope(70)
 	uid := f.add(built(t, ch, env))
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	ops := []struct {
 		name string
 		op   func() error

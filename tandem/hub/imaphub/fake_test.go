@@ -78,6 +78,17 @@ func (f *fakeServer) config() Config {
 	return Config{Addr: f.ln.Addr().String(), User: "u", Password: "p"}
 }
 
+// open opens a Store on the fake server and closes it when t ends.
+func (f *fakeServer) open(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(ctx5(t), f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func (f *fakeServer) add(raw string) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()

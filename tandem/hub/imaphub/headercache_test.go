@@ -40,11 +40,7 @@ func TestFetchUsesHeadersFromChanges(t *testing.T) {
 		return fetches[len(fetches)-1]
 	}
 
-	s, err := Open(ctx5(t), f.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := f.open(t)
 	c, err := s.Changes(ctx5(t), nil)
 	if err != nil {
 		t.Fatal(err)
