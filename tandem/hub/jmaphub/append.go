@@ -54,6 +54,17 @@ func (st *Store) AppendBatch(ctx context.Context, msgs []hub.Message) ([]hub.ID,
 	for lo := 0; lo < len(msgs); {
 		hi := st.batchEnd(msgs, lo)
 		err := st.appendRange(ctx, mb, msgs, ids, lo, hi, now)
+		if errors.Is(err, errMailboxGone) && !retried {
+			// The mailbox was destroyed under us (a server with delayed
+			// delete, such as Cyrus, still files new mail into it): the
+			// range went nowhere; look the mailbox up again and redo it.
+			retried = true
+			st.forgetMailbox(mb)
+			if mb, err = st.ensureMailbox(ctx); err != nil {
+				return ids, err
+			}
+			continue
+		}
 		if err != nil && !retried && noneCreated(ids[lo:hi]) && isInvalidProperties(err) {
 			// The cached mailbox may have been destroyed by another
 			// client: look it up again, and retry once if it changed.
@@ -108,9 +119,15 @@ func (st *Store) appendRange(ctx context.Context, mb string, msgs []hub.Message,
 		create["m"+strconv.Itoa(i)] = emailCreate(mb, msgs[i], now)
 	}
 	var set setResp
-	err := st.request(ctx, call{"Email/set", map[string]any{"accountId": st.s.accountID, "create": create}, &set})
+	var check mailboxCheck
+	err := st.request(ctx, call{"Email/set", map[string]any{"accountId": st.s.accountID, "create": create}, &set},
+		st.mailboxCheckCall(mb, &check))
 	if err != nil {
 		return err
+	}
+	if check.gone(mb) {
+		st.dropOrphans(ctx, set)
+		return errMailboxGone
 	}
 	var firstErr error
 	for i := lo; i < hi; i++ {
@@ -148,4 +165,22 @@ func emailCreate(mb string, m hub.Message, now time.Time) map[string]any {
 		"bodyStructure": map[string]string{"type": "text/plain", "partId": "1"},
 		"bodyValues":    map[string]any{"1": map[string]string{"value": hub.EncodeBody(m.Envelope)}},
 	}
+}
+
+// dropOrphans destroys, best effort, the emails an Email/set created in a
+// mailbox that was gone by the time the request ended: they are in no
+// Tandem mailbox and would only take space. Errors are ignored; the caller
+// appends those messages again into the current mailbox.
+func (st *Store) dropOrphans(ctx context.Context, set setResp) {
+	var orphans []string
+	for _, c := range set.Created {
+		if c.ID != "" {
+			orphans = append(orphans, c.ID)
+		}
+	}
+	if len(orphans) == 0 {
+		return
+	}
+	var r setResp
+	_ = st.request(ctx, call{"Email/set", map[string]any{"accountId": st.s.accountID, "destroy": orphans}, &r})
 }
