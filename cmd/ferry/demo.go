@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,8 +25,6 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/jmaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/suite"
 )
 
 // demoFlags are the flags of "ferry demo".
@@ -225,7 +224,7 @@ func removeDemoMessages(ctx context.Context, h demoHub, channels []string) (int,
 // displayUID shows a user ID as §5.3 says: the first 20 bytes in b32, in
 // groups of 4.
 func displayUID(uid [32]byte) string {
-	s := suite.B32(uid[:20])
+	s := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(uid[:20]))
 	var groups []string
 	for i := 0; i < len(s); i += 4 {
 		groups = append(groups, s[i:min(i+4, len(s))])
@@ -378,7 +377,7 @@ func (r *demoRun) describe(name string, d *client.Device) (demoDevice, error) {
 
 // listItems reads the list's items from a merged state: every record with
 // a title that is not deleted, sorted by title.
-func listItems(s *record.State) []demoItem {
+func listItems(s *client.State) []demoItem {
 	var out []demoItem
 	for rec := range s.Records() {
 		title := values(s, rec, "title")
@@ -399,7 +398,7 @@ func listItems(s *record.State) []demoItem {
 }
 
 // values returns a register's siblings, sorted (§9.2).
-func values(s *record.State, rec [16]byte, field string) []string {
+func values(s *client.State, rec [16]byte, field string) []string {
 	var out []string
 	for _, v := range s.Values(rec, field) {
 		out = append(out, string(v.Value))

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
-	"github.com/ferry-sync/ferry/tandem/record"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
 )
 
 // BenchmarkFirstSync compares a new device's first Sync of a collection of

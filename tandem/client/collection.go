@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/roster"
-	"github.com/ferry-sync/ferry/tandem/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // CreateCollection creates a collection owned by the user (§7.1): a genesis

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/roster"
-	"github.com/ferry-sync/ferry/tandem/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // DefaultMaxHeld is the default limit on messages held in memory while
@@ -299,3 +299,7 @@ func signedWrites(ws ...*record.Write) []SignedWrite {
 	}
 	return out
 }
+
+// State is the merged state of a collection (temporary alias until the
+// public tandem package replaces this one).
+type State = record.State

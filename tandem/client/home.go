@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/roster"
-	"github.com/ferry-sync/ferry/tandem/suite"
-	"github.com/ferry-sync/ferry/tandem/tjson"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/tjson"
 )
 
 // Named records and fields of home (§6.2, §7.3) and of a collection.

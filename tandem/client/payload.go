@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ferry-sync/ferry/tandem/suite"
-	"github.com/ferry-sync/ferry/tandem/tjson"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/tjson"
 )
 
 // SignedWrite is one write as it travels in a kind-1 payload (§10.5): the

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/roster"
-	"github.com/ferry-sync/ferry/tandem/suite"
-	"github.com/ferry-sync/ferry/tandem/tjson"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/tjson"
 )
 
 // sampleWrites signs one write of each op in a collection.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/roster"
-	"github.com/ferry-sync/ferry/tandem/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // SyncReport says what one Sync did.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ferry-sync/ferry/tandem/record"
-	"github.com/ferry-sync/ferry/tandem/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
 )
 
 // TestForgedWriteRejectedWhenItWouldBeHeld: the client verifies each data

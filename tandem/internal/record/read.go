@@ -1,0 +1,151 @@
+package record
+
+import (
+	"bytes"
+	"cmp"
+	"iter"
+	"slices"
+
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// Sibling is one kept assign write of a field. A field with more than one
+// sibling is in conflict: concurrent assigns are all kept (§9.2), and the app
+// shows or resolves the conflict by writing again.
+type Sibling struct {
+	Value   []byte // must not be modified
+	Author  [32]byte
+	Dot     suite.Dot
+	Epoch   uint64
+	WriteID [32]byte
+}
+
+// Records returns the IDs of every record the state holds, deleted ones
+// included, in ascending byte order.
+func (s *State) Records() iter.Seq[[16]byte] {
+	ids := make([][16]byte, 0, len(s.records))
+	for id := range s.records {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Values(ids)
+}
+
+// NumRecords returns the number of records, deleted ones included.
+func (s *State) NumRecords() int { return len(s.records) }
+
+// Deleted reports whether the record has a tombstone (§9.2, §12.3).
+func (s *State) Deleted(record [16]byte) bool {
+	r := s.records[record]
+	return r != nil && r.deleted()
+}
+
+// Fields returns the names of the record's fields that hold a kept write, in
+// ascending byte order; none for a deleted record.
+func (s *State) Fields(record [16]byte) []string {
+	r := s.records[record]
+	if r == nil {
+		return nil
+	}
+	names := make([]string, 0, len(r.fields))
+	for n := range r.fields {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (s *State) field(record [16]byte, name string) *field {
+	if r := s.records[record]; r != nil {
+		return r.fields[name]
+	}
+	return nil
+}
+
+// Values returns the field's register value: its kept assign writes, sorted
+// by dot (HLC, then device) and then write ID. None, one, or several
+// siblings in conflict.
+func (s *State) Values(record [16]byte, name string) []Sibling {
+	f := s.field(record, name)
+	if f == nil {
+		return nil
+	}
+	out := make([]Sibling, 0, len(f.assign.kept))
+	for _, w := range f.assign.kept {
+		out = append(out, Sibling{Value: w.body.Value, Author: w.body.Author, Dot: w.body.Dot, Epoch: w.epoch, WriteID: w.id})
+	}
+	slices.SortFunc(out, func(a, b Sibling) int {
+		return cmp.Or(a.Dot.HLC.Compare(b.Dot.HLC), a.Dot.Device.Compare(b.Dot.Device),
+			bytes.Compare(a.WriteID[:], b.WriteID[:]))
+	})
+	return out
+}
+
+// Members returns the elements present in the field's add-wins set (§9.2):
+// those whose register keeps at least one add. Sorted by bytes.
+func (s *State) Members(record [16]byte, name string) [][]byte {
+	f := s.field(record, name)
+	if f == nil {
+		return nil
+	}
+	var out [][]byte
+	for e, reg := range f.elems {
+		if present(reg) {
+			out = append(out, []byte(e))
+		}
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out
+}
+
+// Contains reports whether element is present in the field's set.
+func (s *State) Contains(record [16]byte, name string, element []byte) bool {
+	f := s.field(record, name)
+	return f != nil && f.elems != nil && f.elems[string(element)] != nil && present(f.elems[string(element)])
+}
+
+func present(reg *register) bool {
+	for _, w := range reg.kept {
+		if w.body.Op == suite.OpAdd {
+			return true
+		}
+	}
+	return false
+}
+
+// Writes returns the record's kept writes, sorted by write ID: what a device
+// publishes as the record's state (§10.5, §10.7). For a deleted record these
+// are its tombstones only.
+func (s *State) Writes(record [16]byte) []*Write {
+	r := s.records[record]
+	if r == nil {
+		return nil
+	}
+	var out []*Write
+	out = append(out, r.deletes.kept...)
+	for _, f := range r.fields {
+		out = append(out, f.assign.kept...)
+		for _, e := range f.elems {
+			out = append(out, e.kept...)
+		}
+	}
+	sortByID(out)
+	return out
+}
+
+// All returns every kept write, by record ID and then write ID.
+func (s *State) All() iter.Seq[*Write] {
+	return func(yield func(*Write) bool) {
+		for id := range s.Records() {
+			for _, w := range s.Writes(id) {
+				if !yield(w) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func sortByID(ws []*Write) {
+	slices.SortFunc(ws, func(a, b *Write) int { return bytes.Compare(a.id[:], b.id[:]) })
+}
