@@ -58,9 +58,9 @@ func (r *reader) reg() reg {
 	default:
 		r.fail()
 	}
-	g.Lamport = r.uvarint()
+	g.Lamport = r.clock()
 	g.Dot.Actor = r.str(maxActorLen)
-	g.Dot.Counter = r.uvarint()
+	g.Dot.Counter = r.clock()
 	if g.Dot.Actor == "" || g.Dot.Counter == 0 || g.Lamport == 0 {
 		r.fail()
 	}
@@ -183,7 +183,7 @@ func decodeSnapshot(b []byte) (snapshot, error) {
 	var s snapshot
 	s.VV = r.vv()
 	s.Base = r.vv()
-	s.BaseLamport = r.uvarint()
+	s.BaseLamport = r.clock()
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
 		r.fail()
@@ -193,7 +193,10 @@ func decodeSnapshot(b []byte) (snapshot, error) {
 	}
 	s.Regs = r.regs(s.VV)
 	r.end()
-	if r.err != nil || !s.Base.le(s.VV) {
+	if r.err != nil {
+		return snapshot{}, r.err
+	}
+	if !s.Base.le(s.VV) {
 		return snapshot{}, errCorrupt
 	}
 	return s, nil

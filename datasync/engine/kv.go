@@ -79,7 +79,8 @@ func (k *KV) save(doc string, w *kvDoc) error {
 	return nil
 }
 
-// commitLocal commits one local edit: the next Lamport clock and dot.
+// commitLocal commits one local edit: the next Lamport clock and dot. The
+// caller has checked room(1).
 func (d *kvDoc) commitLocal(actor string, g reg) {
 	d.lamport++
 	g.Lamport = d.lamport
@@ -88,12 +89,27 @@ func (d *kvDoc) commitLocal(actor string, g reg) {
 	d.vv[actor] = g.Dot.Counter
 }
 
-// fold commits every staged local edit.
-func (d *kvDoc) fold(actor string) {
+// room reports whether n more local edits keep the Lamport clock and
+// actor's counter within MaxClock, so that every state a local edit makes
+// reads back; a refused edit fails with ErrClockRange and changes nothing.
+func (d *kvDoc) room(actor string, n int) error {
+	if d.lamport > MaxClock-uint64(n) || d.vv[actor] > MaxClock-uint64(n) {
+		return fmt.Errorf("datasync/engine: local edit refused: %w", ErrClockRange)
+	}
+	return nil
+}
+
+// fold commits every staged local edit, or none (they stay staged) when
+// they do not all fit the clock range.
+func (d *kvDoc) fold(actor string) error {
+	if err := d.room(actor, len(d.local)); err != nil {
+		return err
+	}
 	for _, g := range d.local {
 		d.commitLocal(actor, g)
 	}
 	d.local = nil
+	return nil
 }
 
 func (d *kvDoc) snapshot() snapshot {

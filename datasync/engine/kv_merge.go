@@ -28,7 +28,7 @@ func (k *KV) Import(doc string, change []byte) (Outcome, error) {
 		k.docs[doc] = w
 	case Applied:
 		w.drain()
-		w.fold(k.actor) // staged local edits join the imported change
+		_ = w.fold(k.actor) // staged local edits join the imported change, or stay staged past MaxClock
 		if err := k.save(doc, w); err != nil {
 			return Failed, err
 		}
@@ -142,9 +142,13 @@ func (k *KV) ImportSnapshot(doc string, snap []byte) (Outcome, error) {
 	}
 	d.base.merge(s.Base)
 	d.baseLamport = max(d.baseLamport, s.BaseLamport)
+	// The clock is at least every clock the snapshot saw, the dropped
+	// tombstones' included, so a later local edit never ties or loses to
+	// one (a reloaded replica stamps its next edit as it would have).
+	d.lamport = max(d.lamport, s.BaseLamport)
 	d.vv.merge(s.VV)
 	d.drain()
-	d.fold(k.actor) // staged local edits join the imported snapshot
+	_ = d.fold(k.actor) // staged local edits join the imported snapshot, or stay staged past MaxClock
 	if err := k.save(doc, d); err != nil {
 		return Failed, err
 	}
@@ -181,6 +185,9 @@ func (k *KV) write(doc string, g reg) error {
 	d := k.docs[doc]
 	if d == nil {
 		d = newDoc()
+	}
+	if err := d.room(k.actor, 1); err != nil {
+		return err
 	}
 	w := k.work(d)
 	w.commitLocal(k.actor, g)
@@ -230,8 +237,11 @@ func (k *KV) Flush(doc string) ([]byte, error) {
 	if len(d.local) == 0 {
 		return before, nil
 	}
+	if err := d.room(k.actor, len(d.local)); err != nil {
+		return nil, err
+	}
 	w := k.work(d)
-	w.fold(k.actor)
+	_ = w.fold(k.actor) // room checked above
 	if err := k.save(doc, w); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -84,7 +85,7 @@ func (r *reader) vv() vv {
 	prev := ""
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		a := r.str(maxActorLen)
-		c := r.uvarint()
+		c := r.clock()
 		if a == "" || c == 0 || (i > 0 && a <= prev) {
 			r.fail()
 		}
@@ -113,11 +114,23 @@ type reader struct {
 	err error
 }
 
-func (r *reader) fail() {
+func (r *reader) fail() { r.failWith(errCorrupt) }
+
+func (r *reader) failWith(err error) {
 	if r.err == nil {
-		r.err = errCorrupt
+		r.err = err
 	}
 	r.b = nil
+}
+
+// clock reads a counter or Lamport clock, refusing one past MaxClock.
+func (r *reader) clock() uint64 {
+	n := r.uvarint()
+	if n > MaxClock {
+		r.failWith(ErrClockRange)
+		return 0
+	}
+	return n
 }
 
 func (r *reader) uvarint() uint64 {
@@ -163,3 +176,14 @@ func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
+
+// MaxClock is the largest change counter and Lamport clock the engine
+// holds, reads or writes (2^53−1, exact in every JSON reader). A peer's
+// change or snapshot carrying a larger one is Unreadable (ErrClockRange),
+// refused before anything is stored; a local edit that would pass it fails
+// with ErrClockRange and changes nothing. See
+// docs/decisions/datasync-kv-clock.md.
+const MaxClock = 1<<53 - 1
+
+// ErrClockRange means a counter or Lamport clock is past [MaxClock].
+var ErrClockRange = fmt.Errorf("%w: clock past %d", errCorrupt, uint64(MaxClock))
