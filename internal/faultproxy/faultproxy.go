@@ -1,0 +1,212 @@
+// Package faultproxy is a TCP proxy for tests that inject network faults
+// between a client and a real server on 127.0.0.1: it can cut every
+// connection, silence them (sockets stay open, nothing passes in either
+// direction), refuse new connections, and rewrite what the server sends.
+//
+// A Proxy is owned by the test that starts it: [Start] registers its Close
+// with the test's cleanup, and every goroutine it starts ends by then.
+package faultproxy
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy forwards connections from its own loopback address to a target.
+type Proxy struct {
+	target string
+	ln     net.Listener
+
+	mu      sync.Mutex
+	conns   map[*pair]struct{}
+	silent  bool
+	refuse  bool
+	rewrite func([]byte) []byte
+	wake    *sync.Cond // broadcast when silent ends or the proxy closes
+	closed  bool
+	wg      sync.WaitGroup
+	accepts int
+}
+
+type pair struct{ client, server net.Conn }
+
+// Start listens on 127.0.0.1 on a free port and forwards to target
+// (host:port). The proxy closes when the test ends.
+func Start(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("faultproxy: %v", err)
+	}
+	p := &Proxy{target: target, ln: ln, conns: map[*pair]struct{}{}}
+	p.wake = sync.NewCond(&p.mu)
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Accepted returns how many connections the proxy has accepted so far.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepts
+}
+
+// Cut closes every open connection (both sides) at once. New connections
+// are still accepted unless Refuse is on.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.client.Close()
+		c.server.Close()
+		delete(p.conns, c)
+	}
+	p.wake.Broadcast() // pipes held by Silence see their pair gone
+}
+
+// Silence stops (on) or resumes (off) forwarding on every connection, open
+// and new: bytes are neither passed on nor refused, the sockets stay open.
+// What arrived while silent is passed on after resuming.
+func (p *Proxy) Silence(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.silent = on
+	if !on {
+		p.wake.Broadcast()
+	}
+}
+
+// Refuse makes the proxy close new connections at once (on) or accept
+// them again (off).
+func (p *Proxy) Refuse(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = on
+}
+
+// Rewrite sets a function applied to every chunk the server sends before
+// it is passed to the client (nil: none). A chunk is what one read
+// returned; tests rewrite whole short lines such as a CAPABILITY answer.
+func (p *Proxy) Rewrite(f func([]byte) []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rewrite = f
+}
+
+// DropToken returns a Rewrite function that removes " "+token from every
+// chunk (for hiding an IMAP capability).
+func DropToken(token string) func([]byte) []byte {
+	t := []byte(" " + token)
+	return func(b []byte) []byte {
+		var out []byte
+		for {
+			i := bytes.Index(b, t)
+			if i < 0 {
+				return append(out, b...)
+			}
+			end := i + len(t)
+			if end < len(b) && b[end] != ' ' && b[end] != '\r' && b[end] != ']' {
+				out = append(out, b[:end]...)
+				b = b[end:]
+				continue
+			}
+			out = append(out, b[:i]...)
+			b = b[end:]
+		}
+	}
+}
+
+// Close stops listening and closes every connection; it waits for the
+// proxy's goroutines to end.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.mu.Lock()
+	p.closed = true
+	p.wake.Broadcast()
+	p.mu.Unlock()
+	p.Cut()
+	p.wg.Wait()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		cc, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		p.accepts++
+		refuse := p.refuse || p.closed
+		p.mu.Unlock()
+		if refuse {
+			cc.Close()
+			continue
+		}
+		sc, err := net.Dial("tcp", p.target)
+		if err != nil {
+			cc.Close()
+			continue
+		}
+		c := &pair{cc, sc}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			cc.Close()
+			sc.Close()
+			return
+		}
+		p.conns[c] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, sc, cc, true)
+		go p.pipe(c, cc, sc, false)
+	}
+}
+
+// pipe copies from src to dst until either fails, holding chunks while
+// the proxy is silent.
+func (p *Proxy) pipe(c *pair, src, dst net.Conn, fromServer bool) {
+	defer p.wg.Done()
+	defer func() {
+		c.client.Close()
+		c.server.Close()
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			p.mu.Lock()
+			_, open := p.conns[c]
+			for p.silent && !p.closed && open {
+				p.wake.Wait()
+				_, open = p.conns[c]
+			}
+			rw := p.rewrite
+			p.mu.Unlock()
+			if !open {
+				return
+			}
+			if fromServer && rw != nil {
+				chunk = rw(chunk)
+			}
+			if _, werr := dst.Write(chunk); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return // EOF or a failure: both sides close
+		}
+	}
+}

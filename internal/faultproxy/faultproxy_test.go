@@ -1,0 +1,90 @@
+package faultproxy
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echo starts a line echo server on 127.0.0.1.
+func echo(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					c.Write([]byte("* IDLE " + l))
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(c net.Conn, r *bufio.Reader, wait time.Duration) (string, error) {
+	c.SetDeadline(time.Now().Add(wait))
+	if _, err := c.Write([]byte("hi\n")); err != nil {
+		return "", err
+	}
+	return r.ReadString('\n')
+}
+
+func TestProxyFaults(t *testing.T) {
+	p := Start(t, echo(t))
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if l, err := roundTrip(c, r, time.Second); err != nil || l != "* IDLE hi\n" {
+		t.Fatalf("through the proxy: %q %v", l, err)
+	}
+	p.Rewrite(DropToken("IDLE"))
+	if l, err := roundTrip(c, r, time.Second); err != nil || l != "* hi\n" {
+		t.Fatalf("rewritten: %q %v", l, err)
+	}
+	p.Rewrite(nil)
+	p.Silence(true)
+	if _, err := roundTrip(c, r, 200*time.Millisecond); err == nil {
+		t.Fatal("an answer came through a silenced proxy")
+	}
+	p.Silence(false)
+	c.SetDeadline(time.Now().Add(time.Second))
+	if l, err := r.ReadString('\n'); err != nil || !strings.HasSuffix(l, "hi\n") {
+		t.Fatalf("after silence: %q %v", l, err)
+	}
+	p.Cut()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal("a cut connection still reads")
+	}
+	p.Refuse(true)
+	c2, err := net.Dial("tcp", p.Addr())
+	if err == nil {
+		c2.SetDeadline(time.Now().Add(time.Second))
+		if _, err := bufio.NewReader(c2).ReadString('\n'); err == nil {
+			t.Fatal("a refused connection reads")
+		}
+		c2.Close()
+	}
+	if p.Accepted() < 2 {
+		t.Fatalf("accepted %d", p.Accepted())
+	}
+}
