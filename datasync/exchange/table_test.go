@@ -414,3 +414,23 @@ func TestTableBlobFrames(t *testing.T) {
 		t.Fatal("bytes sent over the media path to a peer without entry 3")
 	}
 }
+
+// Issue 17 point 8: "v":"1" (or any v that is not a JSON integer) is an
+// unknown version: a need_snap sent that way is consumed and not answered.
+func TestQuotedVersionNotActedOn(t *testing.T) {
+	a, _ := pair(t)
+	_ = a.kv.Set("notes", "k", []byte("v"))
+	for _, v := range []string{fmt.Sprintf(`"%d"`, engine.KVEncoding.V), fmt.Sprintf(`%d.0`, engine.KVEncoding.V)} {
+		w := frame.Prefix + `{"v":` + v + `,"k":"need_snap","doc":"notes"}`
+		if outs := a.sess["b"].Receive([]byte(w)); len(outs) != 0 {
+			t.Fatalf("v=%s answered with %s", v, kinds(outs))
+		}
+	}
+	if len(a.reports) != 0 {
+		t.Fatalf("unknown version surfaced: %v", a.reports)
+	}
+	w := frame.Prefix + fmt.Sprintf(`{"v":%d,"k":"need_snap","doc":"notes"}`, engine.KVEncoding.V)
+	if got := kinds(a.sess["b"].Receive([]byte(w))); got != "[snap notes]" {
+		t.Fatalf("integer v drew %s", got)
+	}
+}

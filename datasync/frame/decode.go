@@ -70,17 +70,31 @@ func ReadVersion(body []byte) (uint64, error) {
 			}
 			continue
 		}
-		var n json.Number
-		if err := dec.Decode(&n); err != nil {
-			return 0, fmt.Errorf("%w: v is not a number", ErrMalformed)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
-		v, err := strconv.ParseUint(n.String(), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: v is not an unsigned integer", ErrMalformed)
-		}
-		return v, nil
+		return versionNumber(raw)
 	}
 	return 0, fmt.Errorf("%w: no v field", ErrMalformed)
+}
+
+// versionNumber reads v's JSON value. Only a JSON integer in the range of
+// uint64 names a version; anything else (a string such as "1", a fraction,
+// an exponent, a negative number, another type) names no version this
+// implementation knows, so it is ErrUnknownVersion: consumed silently and
+// never acted on (§Frames), rather than coerced to a version.
+func versionNumber(raw json.RawMessage) (uint64, error) {
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: v=%.20s is not an unsigned JSON integer", ErrUnknownVersion, raw)
+		}
+	}
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: v=%.20s is out of range", ErrUnknownVersion, raw)
+	}
+	return v, nil
 }
 
 // fields holds the raw top-level values of a body, each seen at most once.

@@ -129,7 +129,7 @@ func TestParseRejects(t *testing.T) {
 		`{"v":1,"k":"need_blob","hash":"D73DECA5A2A317EDDA0925823C6C775C9ACEFEA1D69889F22B27566B403D8A1C"}`: ErrMalformed,
 		`{"v":1,"k":"blob_gone","hash":"d73d"}`: ErrMalformed,
 		`{"v":1,"k":"nope"}`:                    ErrUnknownKind,
-		`{"v":1.5,"k":"vv","docs":{}}`:          ErrMalformed,
+		`{"v":1.5,"k":"vv","docs":{}}`:          ErrUnknownVersion, // not a JSON integer: no version (issue 17)
 		`["v",1]`:                               ErrMalformed,
 	}
 	for w, want := range cases {
