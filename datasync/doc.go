@@ -7,7 +7,8 @@
 //	exchange     the per-space, per-peer exchange, group scope
 //	attach       attachment references, fetching and holding blobs
 //	internal/media  the media path (chunk 0, purpose mark, refusals)
-//	transport    in-memory lossy network, simulated group path, Noise IK TCP
+//	transport    the authenticated link (Conn) and Noise IK over TCP
+//	internal/testnet  test transports: lossy network, group path, pipe, shuffle
 //	replica      one 1:1 space over one transport connection
 //	quarantine   the crash record of blobs in flight to the engine
 //
@@ -43,7 +44,7 @@
 //     asked: exchange.Session.to; exchange.TestGroupAnswersAddressed.
 //   - bound addressed frames, promote the next roster-wide:
 //     exchange.Group.route; exchange.TestGroupAddressedBound (with
-//     transport.GroupNet's forward-distance window).
+//     testnet.GroupNet's forward-distance window).
 //   - withhold when the bound is reached and the gate is closed:
 //     exchange.TestGroupBoundWithGateClosed.
 //

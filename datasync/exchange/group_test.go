@@ -9,20 +9,20 @@ import (
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 )
 
 // groupCluster is the members of one group space over a simulated group
 // message path.
 type groupCluster struct {
 	t    *testing.T
-	net  *transport.GroupNet
+	net  *testnet.GroupNet
 	reps map[string]*replica
 	grp  map[string]*Group
 }
 
 func newGroupCluster(t *testing.T, bound int, window uint64, caps map[string]frame.Caps, names ...string) *groupCluster {
-	c := &groupCluster{t: t, net: transport.NewGroupNet(window, names...), reps: map[string]*replica{}, grp: map[string]*Group{}}
+	c := &groupCluster{t: t, net: testnet.NewGroupNet(window, names...), reps: map[string]*replica{}, grp: map[string]*Group{}}
 	for _, n := range names {
 		r := newReplica(t, n)
 		g := NewGroup(engine.KVEncoding.Entry, bound)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 )
 
 // kvCaps are the entries a Ferry peer advertises.
@@ -35,7 +35,7 @@ func newReplica(t testing.TB, name string) *replica {
 // over an in-memory network.
 type cluster struct {
 	t    testing.TB
-	net  *transport.Network
+	net  *testnet.Network
 	reps map[string]*replica
 	ord  []*replica
 	// foldOffers counts the version offers sent after a recovered flush
@@ -45,7 +45,7 @@ type cluster struct {
 }
 
 func newCluster(t testing.TB, seed uint64, names ...string) *cluster {
-	c := &cluster{t: t, net: transport.NewNetwork(seed), reps: map[string]*replica{}}
+	c := &cluster{t: t, net: testnet.NewNetwork(seed), reps: map[string]*replica{}}
 	for _, n := range names {
 		r := newReplica(t, n)
 		c.reps[n] = r

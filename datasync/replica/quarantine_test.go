@@ -13,8 +13,8 @@ import (
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 	"github.com/ferry-sync/ferry/datasync/quarantine"
-	"github.com/ferry-sync/ferry/datasync/transport"
 )
 
 // crashEngine is a KV that panics (ending the process: the panic is on the
@@ -52,7 +52,7 @@ func crashSides(t *testing.T, dir string, die, withGood bool) (a, b *side, eng *
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, cb := transport.Pipe("a", "b")
+	ca, cb := testnet.Pipe("a", "b")
 	a = newSide(t, "a", ca, 0)
 	_ = a.kv.Set("bad", "k", []byte("POISON"))
 	if withGood {

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
+	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 	"github.com/ferry-sync/ferry/datasync/transport"
 )
 
@@ -119,7 +120,7 @@ func exercise(t *testing.T, a, b *side) {
 }
 
 func TestLinkOverPipe(t *testing.T) {
-	ca, cb := transport.Pipe("a", "b")
+	ca, cb := testnet.Pipe("a", "b")
 	exercise(t, newSide(t, "a", ca, 0), newSide(t, "b", cb, 0))
 }
 
@@ -161,7 +162,7 @@ func TestLinkOverNoiseTCP(t *testing.T) {
 // §Documents too large for a frame: a receiver refuses a snapshot over its
 // record bound at identification; the sender reports the document.
 func TestOversizedSnapshotRefused(t *testing.T) {
-	ca, cb := transport.Pipe("a", "b")
+	ca, cb := testnet.Pipe("a", "b")
 	a, b := newSide(t, "a", ca, 0), newSide(t, "b", cb, 50_000)
 	_ = a.kv.Set("big", "blob", make([]byte, 100_000))
 	stop := run(t, a, b)

@@ -1,4 +1,4 @@
-package transport
+package testnet
 
 import "testing"
 
@@ -63,5 +63,24 @@ func TestGroupNetWindow(t *testing.T) {
 	}
 	if _, _, _, ok := g.Next(); ok {
 		t.Fatal("stranded member decrypted")
+	}
+}
+
+func TestShuffleDeliversAllOutOfOrder(t *testing.T) {
+	var got []byte
+	s := NewShuffle(3, func(m []byte) { got = append(got, m[0]) })
+	for i := range 20 {
+		s.Send([]byte{byte(i)})
+	}
+	if n := s.Flush(); n != 20 || len(got) != 20 {
+		t.Fatalf("delivered %d of 20", n)
+	}
+	inOrder, seen := true, map[byte]bool{}
+	for i, b := range got {
+		inOrder = inOrder && b == byte(i)
+		seen[b] = true
+	}
+	if inOrder || len(seen) != 20 {
+		t.Fatalf("delivered %v", got)
 	}
 }

@@ -1,8 +1,10 @@
-// Package transport carries data-sync-v1 frames between replicas: an
-// in-memory lossy network for tests, a simulated group transport with an
-// MLS-style sender generation window, and a real 1:1 transport over TCP
-// encrypted with Noise IK.
-package transport
+// Package testnet is test support for datasync: simulated transports that
+// the tests of several packages share. [Network] is an in-memory,
+// step-driven network that loses, duplicates and reorders; [GroupNet] a
+// group message path with an MLS-style sender generation window; [Pipe] a
+// reliable in-memory transport.Conn pair; [Shuffle] a link that delivers
+// what was sent in random order. None of it is a production transport.
+package testnet
 
 import (
 	"math/rand/v2"
