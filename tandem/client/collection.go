@@ -27,20 +27,20 @@ func (d *Device) CreateCollection(name string) (CollectionID, error) {
 		return CollectionID{}, err
 	}
 	st := chg.Statement
-	cid := CollectionID(roster.CollectionID(st.ID))
+	cid := CollectionID(roster.CollectionID(st.ID()))
 	coll := newCollection(cid)
 	if err := coll.chain.Add(st, roster.Origin{}); err != nil {
 		return CollectionID{}, err
 	}
-	coll.checked[st.ID] = true // its commitment is that of the key we hold
-	ch := &channel{tag: suite.CollectionTag(chg.Key, st.ID), key: chg.Key, coll: coll, epoch: st.ID}
+	coll.checked[st.ID()] = true // its commitment is that of the key we hold
+	ch := &channel{tag: suite.CollectionTag(chg.Key, st.ID()), key: chg.Key, coll: coll, epoch: st.ID()}
 
 	// Build everything before changing any state, so a failure leaves none.
-	genesisMsg, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body, Sig: st.Sig}}})
+	genesisMsg, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
 	if err != nil {
 		return CollectionID{}, err
 	}
-	homeChanges, err := membershipChanges(cid, st.ID, chg.Key)
+	homeChanges, err := membershipChanges(cid, st.ID(), chg.Key)
 	if err != nil {
 		return CollectionID{}, err
 	}
@@ -62,7 +62,7 @@ func (d *Device) CreateCollection(name string) (CollectionID, error) {
 	}
 
 	d.colls[cid] = coll
-	coll.epochs[st.ID] = chg.Key
+	coll.epochs[st.ID()] = chg.Key
 	d.chans[ch.tag] = ch
 	for _, w := range homeWrites {
 		d.home.Add(w)
@@ -106,8 +106,8 @@ func (d *Device) writerFor(coll *collection, ch *channel) (*record.Writer, error
 	case !ok || (m.Role != roster.RoleOwner && m.Role != roster.RoleWriter):
 		return nil, fmt.Errorf("%w: the user is not the owner or a writer (§8.3)", ErrNotWritable)
 	}
-	n, _ := r.Counter(r.Head().ID)
-	return &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock, Ref: r.Head().ID, Epoch: n}, nil
+	n, _ := r.Counter(r.Head().ID())
+	return &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock, Ref: r.Head().ID(), Epoch: n}, nil
 }
 
 // currentChannel returns the channel of coll's current epoch, if the device
@@ -139,10 +139,10 @@ func checkKey(coll *collection, ch *channel) error {
 		return fmt.Errorf("%w: roster not known yet", ErrNotWritable)
 	}
 	st, ok := r.Statement(ch.epoch)
-	if !ok || st.State == nil {
+	if !ok || st.State() == nil {
 		return fmt.Errorf("%w: epoch statement not followed", ErrNotWritable)
 	}
-	if st.State.Key.Commit != suite.Commit(ch.key) {
+	if st.State().Key.Commit != suite.Commit(ch.key) {
 		return fmt.Errorf("%w: epoch %x", ErrKeyCommit, ch.epoch[:8])
 	}
 	coll.checked[ch.epoch] = true

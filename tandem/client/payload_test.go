@@ -86,14 +86,14 @@ func TestPayloadGenesisScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := chg.Statement
-	pt, err := EncodeRecordPayload(&RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body, Sig: st.Sig}}})
+	pt, err := EncodeRecordPayload(&RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(pt, []byte(`"r"`)) {
 		t.Fatalf("a genesis carries no r: %s", pt)
 	}
-	cid := roster.CollectionID(st.ID)
+	cid := roster.CollectionID(st.ID())
 	got, err := DecodePayload(pt, cid)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestPayloadGenesisScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ID != st.ID || roster.ValidateGenesis(again) != nil {
+	if again.ID() != st.ID() || roster.ValidateGenesis(again) != nil {
 		t.Fatal("genesis did not survive the payload")
 	}
 }

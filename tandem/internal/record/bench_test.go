@@ -63,7 +63,7 @@ func workload(tb testing.TB, n, records int, sign bool) []*Write {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			x = &Write{body: body, id: suite.WriteID(si), epoch: 1}
+			x = &Write{body: body, id: suite.WriteID(si), epoch: 1, ok: true}
 		}
 		gen.Add(x)
 		out = append(out, x)

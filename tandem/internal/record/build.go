@@ -180,7 +180,7 @@ func (v *Validator) sign(key ed25519.PrivateKey, body *suite.WriteBody, epoch ui
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	return &Write{body: cloneBody(body), id: id, sig: sig, epoch: epoch}, nil
+	return &Write{body: cloneBody(body), id: id, sig: sig, epoch: epoch, ok: true}, nil
 }
 
 // ResignCandidates returns the kept writes by author from epochs before

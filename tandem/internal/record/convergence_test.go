@@ -69,7 +69,7 @@ func (s *sim) finish(body suite.WriteBody, priv []byte, epoch uint64) *Write {
 	if err != nil {
 		s.t.Fatalf("sigInput: %v", err)
 	}
-	return &Write{body: body, id: suite.WriteID(si), epoch: epoch}
+	return &Write{body: body, id: suite.WriteID(si), epoch: epoch, ok: true}
 }
 
 func (s *sim) randChange() Change {

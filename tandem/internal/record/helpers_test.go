@@ -50,7 +50,7 @@ func rawWrite(tb testing.TB, body suite.WriteBody, epoch uint64) *Write {
 	if err != nil {
 		tb.Fatalf("sigInput: %v", err)
 	}
-	return &Write{body: cloneBody(&body), id: suite.WriteID(si), epoch: epoch}
+	return &Write{body: cloneBody(&body), id: suite.WriteID(si), epoch: epoch, ok: true}
 }
 
 // key returns a deterministic user signing key for test user i.

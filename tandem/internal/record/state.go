@@ -119,8 +119,13 @@ func (s *State) Ingest(body *suite.WriteBody, sig []byte, epoch uint64) (*Write,
 
 // Add merges one validated write into the state (§9.3) and reports whether
 // the state changed: false for a duplicate, for a write that a kept write
-// supersedes, and for a non-delete write to a deleted record.
+// supersedes, and for a non-delete write to a deleted record. It refuses
+// (false, no change) a Write that no constructor of this package made (a
+// literal or zero value) and a write of another scope than the state's.
 func (s *State) Add(w *Write) bool {
+	if w == nil || !w.ok || w.body.Scope != s.v.rules.Scope {
+		return false
+	}
 	r := s.records[w.body.Record]
 	if r == nil {
 		r = &rec{}

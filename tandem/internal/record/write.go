@@ -23,6 +23,7 @@ type Write struct {
 	id    [32]byte
 	sig   []byte
 	epoch uint64
+	ok    bool // set only by the constructors above; State.Add refuses a Write without it
 }
 
 // ID returns the write ID, H(sigInput) (§5.5). Two writes with one dot are
@@ -190,7 +191,7 @@ func (x *Verified) InEpoch(epoch uint64) (*Write, error) {
 	if !x.Valid() {
 		return nil, ErrUnverified
 	}
-	return &Write{body: x.body, id: x.id, sig: x.sig, epoch: epoch}, nil
+	return &Write{body: x.body, id: x.id, sig: x.sig, epoch: epoch, ok: true}, nil
 }
 
 // checkShape applies every rule of Validate except the signature and the

@@ -42,7 +42,7 @@ func BenchmarkAddStatement(b *testing.B) {
 			check(b, c.Add(st, Origin{}))
 		}
 		b.StartTimer()
-		st, err := NewStatement(last.Body, last.Sig)
+		st, err := NewStatement(last.Body(), last.Sig())
 		check(b, err)
 		check(b, c.Add(st, Origin{}))
 	}

@@ -123,25 +123,28 @@ func (c *Chain) Collection() [16]byte { return c.collection }
 // as an owner-signed invalid statement); Status and Roster tell the
 // outcome. It returns an error wrapping ErrRejected when the statement is
 // not the owner's (signatures by any other key do not count, §9.4) or not a
-// _roster write, and ErrLimit when a holding limit is reached; nothing is
+// _roster write, or was not made by NewStatement (ErrUnverified), and ErrLimit when a holding limit is reached; nothing is
 // stored then.
 func (c *Chain) Add(st *Statement, from Origin) error {
+	if !st.Verified() {
+		return fmt.Errorf("%w: %w", ErrRejected, ErrUnverified)
+	}
 	if c.genesis == nil {
-		if CollectionID(st.ID) == c.collection {
+		if CollectionID(st.ID()) == c.collection {
 			c.setGenesis(st)
 			return nil
 		}
-		if n, ok := c.preGenesis[st.ID]; ok {
-			n.announced = n.announced || from.Channel != st.ID
+		if n, ok := c.preGenesis[st.ID()]; ok {
+			n.announced = n.announced || from.Channel != st.ID()
 			return nil
 		}
 		if len(c.preGenesis) >= c.limits.MaxHeldStatements {
 			return fmt.Errorf("%w: %d statements held before the genesis", ErrLimit, len(c.preGenesis))
 		}
-		c.preGenesis[st.ID] = &node{st: st, seen: c.now(), announced: from.Channel != st.ID}
+		c.preGenesis[st.ID()] = &node{st: st, seen: c.now(), announced: from.Channel != st.ID()}
 		return nil
 	}
-	if st.ID == c.genesis.ID {
+	if st.ID() == c.genesis.ID() {
 		return nil
 	}
 	return c.admit(st, from, c.now())
@@ -162,10 +165,10 @@ func (c *Chain) Announce(id [32]byte) {
 
 func (c *Chain) setGenesis(g *Statement) {
 	c.genesis = g
-	c.owner = g.Body.Author
+	c.owner = g.Body().Author
 	c.genesisErr = ValidateGenesis(g)
 	gn := &node{st: g, announced: true, counting: true, seen: c.now()}
-	c.nodes[g.ID] = gn
+	c.nodes[g.ID()] = gn
 	if c.genesisErr == nil {
 		c.roster, _ = NewRoster(g) // cannot fail: validated above
 	}
@@ -173,10 +176,10 @@ func (c *Chain) setGenesis(g *Statement) {
 	for _, n := range c.preGenesis {
 		pending = append(pending, n)
 	}
-	slices.SortFunc(pending, func(a, b *node) int { return bytes.Compare(a.st.ID[:], b.st.ID[:]) })
+	slices.SortFunc(pending, func(a, b *node) int { return bytes.Compare(a.st.id[:], b.st.id[:]) })
 	c.preGenesis = map[[32]byte]*node{}
 	for _, n := range pending {
-		from := Origin{Channel: n.st.ID} // a draft, unless read elsewhere too
+		from := Origin{Channel: n.st.ID()} // a draft, unless read elsewhere too
 		if n.announced {
 			from = Origin{}
 		}
@@ -187,15 +190,15 @@ func (c *Chain) setGenesis(g *Statement) {
 
 func (c *Chain) admit(st *Statement, from Origin, seen time.Time) error {
 	switch {
-	case st.Body.Author != c.owner:
-		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrAuthor, st.Body.Author)
+	case st.Body().Author != c.owner:
+		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrAuthor, st.Body().Author)
 	case !st.isRosterWrite():
 		return fmt.Errorf("%w: %w", ErrRejected, ErrNotRosterWrite)
-	case st.Body.Ref == [32]byte{}:
+	case st.Body().Ref == [32]byte{}:
 		return fmt.Errorf("%w: %w: another genesis", ErrRejected, ErrRef)
 	}
-	announced := from.Channel != st.ID || c.announce[st.ID]
-	if n, ok := c.nodes[st.ID]; ok {
+	announced := from.Channel != st.ID() || c.announce[st.ID()]
+	if n, ok := c.nodes[st.ID()]; ok {
 		if announced && !n.announced {
 			n.announced = true
 			c.markCounting(n)
@@ -203,13 +206,13 @@ func (c *Chain) admit(st *Statement, from Origin, seen time.Time) error {
 		}
 		return nil
 	}
-	if _, ok := c.nodes[st.Body.Ref]; !ok && c.heldCount() >= c.limits.MaxHeldStatements {
+	if _, ok := c.nodes[st.Body().Ref]; !ok && c.heldCount() >= c.limits.MaxHeldStatements {
 		return fmt.Errorf("%w: %d statements held", ErrLimit, c.heldCount())
 	}
 	n := &node{st: st, announced: announced, seen: seen}
-	c.nodes[st.ID] = n
-	c.kids[st.Parent()] = append(c.kids[st.Parent()], st.ID)
-	if announced || c.hasCountingKid(st.ID) {
+	c.nodes[st.ID()] = n
+	c.kids[st.Parent()] = append(c.kids[st.Parent()], st.ID())
+	if announced || c.hasCountingKid(st.ID()) {
 		c.markCounting(n)
 	}
 	c.advance()
@@ -223,7 +226,7 @@ func (c *Chain) markCounting(n *node) {
 	for x := n; x != nil && !x.counting; x = c.nodes[x.st.Parent()] {
 		x.counting = true
 		p := x.st.Parent()
-		c.children[p] = append(c.children[p], x.st.ID)
+		c.children[p] = append(c.children[p], x.st.ID())
 		if kids := c.children[p]; len(kids) >= 2 && c.dead == nil {
 			c.dead = &Conflict{Parent: p, A: c.nodes[kids[0]].st, B: c.nodes[kids[1]].st}
 		}
@@ -245,7 +248,7 @@ func (c *Chain) hasCountingKid(id [32]byte) bool {
 // successor and that successor is valid (§9.4).
 func (c *Chain) advance() {
 	for c.roster != nil && c.dead == nil && c.stalledBy == nil {
-		kids := c.children[c.roster.Head().ID]
+		kids := c.children[c.roster.Head().ID()]
 		if len(kids) != 1 {
 			return
 		}
@@ -257,7 +260,7 @@ func (c *Chain) advance() {
 		}
 		c.roster.push(next)
 		c.snapshot = nil
-		c.tryAssemble(next.ID)
+		c.tryAssemble(next.ID())
 	}
 }
 
@@ -318,7 +321,7 @@ func (c *Chain) Statements() []*Statement {
 	for _, n := range c.preGenesis {
 		out = append(out, n.st)
 	}
-	slices.SortFunc(out, func(a, b *Statement) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	slices.SortFunc(out, func(a, b *Statement) int { return bytes.Compare(a.id[:], b.id[:]) })
 	return out
 }
 
@@ -331,7 +334,7 @@ func (c *Chain) connected(id [32]byte, memo map[[32]byte]bool) bool {
 			ok = v
 			break
 		}
-		if c.genesis != nil && id == c.genesis.ID {
+		if c.genesis != nil && id == c.genesis.ID() {
 			ok = true
 			break
 		}
@@ -372,18 +375,18 @@ func (c *Chain) Expire() (statements, fragments int) {
 }
 
 func (c *Chain) inConflict(id [32]byte) bool {
-	return c.dead != nil && (c.dead.A.ID == id || c.dead.B.ID == id)
+	return c.dead != nil && (c.dead.A.ID() == id || c.dead.B.ID() == id)
 }
 
 func (c *Chain) evict(n *node) {
-	delete(c.nodes, n.st.ID)
+	delete(c.nodes, n.st.ID())
 	p := n.st.Parent()
-	c.kids[p] = slices.DeleteFunc(c.kids[p], func(x [32]byte) bool { return x == n.st.ID })
+	c.kids[p] = slices.DeleteFunc(c.kids[p], func(x [32]byte) bool { return x == n.st.ID() })
 	if len(c.kids[p]) == 0 {
 		delete(c.kids, p)
 	}
 	if n.counting {
-		c.children[p] = slices.DeleteFunc(c.children[p], func(x [32]byte) bool { return x == n.st.ID })
+		c.children[p] = slices.DeleteFunc(c.children[p], func(x [32]byte) bool { return x == n.st.ID() })
 		if len(c.children[p]) == 0 {
 			delete(c.children, p)
 		}

@@ -26,13 +26,13 @@ func (c *Chain) tryAssemble(epoch [32]byte) {
 		return
 	}
 	st, _ := c.roster.Statement(epoch)
-	if st.State.Snapshot == nil {
+	if st.State().Snapshot == nil {
 		return
 	}
 	if _, ok := c.roster.inventories[epoch]; ok {
 		return
 	}
-	b, frags, ok := c.frags.assemble(epoch, *st.State.Snapshot)
+	b, frags, ok := c.frags.assemble(epoch, *st.State().Snapshot)
 	if !ok {
 		return
 	}

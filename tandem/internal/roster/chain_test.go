@@ -32,7 +32,7 @@ func randomHistory(t testing.TB, rng *rand.Rand, n int) *history {
 	r, err := NewRoster(g.Statement)
 	check(t, err)
 	h := &history{o: o, rosters: []*Roster{r}, statements: []*Statement{g.Statement},
-		epochStart: map[[32]byte]bool{g.Statement.ID: true}}
+		epochStart: map[[32]byte]bool{g.Statement.ID(): true}}
 	state := newMapState()
 	users := byte(10)
 	for i := 0; i < n; i++ {
@@ -71,7 +71,7 @@ func randomHistory(t testing.TB, rng *rand.Rand, n int) *history {
 		h.rosters = append(h.rosters, r)
 		h.statements = append(h.statements, ch.Statement)
 		if ch.StartsEpoch {
-			h.epochStart[ch.Statement.ID] = true
+			h.epochStart[ch.Statement.ID()] = true
 		}
 	}
 	return h
@@ -86,11 +86,11 @@ func summary(c *Chain) string {
 	s := r.State()
 	invs := ""
 	for _, st := range r.Statements() {
-		if inv, ok := r.Inventory(st.ID); ok {
-			invs += fmt.Sprintf(" %x=%x", st.ID[:4], inv.Hash())
+		if inv, ok := r.Inventory(st.ID()); ok {
+			invs += fmt.Sprintf(" %x=%x", st.id[:4], inv.Hash())
 		}
 	}
-	return fmt.Sprintf("%v head=%x epoch=%x n=%d members=%v deleted=%v inventories:%s", c.Status(), r.Head().ID, r.Epoch(), s.N, s.Members, s.Deleted, invs)
+	return fmt.Sprintf("%v head=%x epoch=%x n=%d members=%v deleted=%v inventories:%s", c.Status(), r.Head().ID(), r.Epoch(), s.N, s.Members, s.Deleted, invs)
 }
 
 func TestRandomOperationsValidate(t *testing.T) {
@@ -105,7 +105,7 @@ func TestRandomOperationsValidate(t *testing.T) {
 			r, err = r.Extend(st)
 			check(t, err)
 		}
-		if r.Head().ID != last.Head().ID || r.Epoch() != last.Epoch() {
+		if r.Head().ID() != last.Head().ID() || r.Epoch() != last.Epoch() {
 			t.Fatal("replay differs")
 		}
 		// Epoch counter = number of epoch starts after the genesis.
@@ -115,11 +115,11 @@ func TestRandomOperationsValidate(t *testing.T) {
 		// Source epochs: each statement's epoch is the last epoch start at or before it.
 		var cur [32]byte
 		for _, st := range h.statements {
-			if h.epochStart[st.ID] {
-				cur = st.ID
+			if h.epochStart[st.ID()] {
+				cur = st.ID()
 			}
-			if got, _ := last.SourceEpoch(st.ID); got != cur {
-				t.Fatalf("source epoch of %x: %x, want %x", st.ID, got, cur)
+			if got, _ := last.SourceEpoch(st.ID()); got != cur {
+				t.Fatalf("source epoch of %x: %x, want %x", st.ID(), got, cur)
 			}
 		}
 	}
@@ -131,15 +131,15 @@ func TestRandomOperationsValidate(t *testing.T) {
 func deliveries(rng *rand.Rand, h *history) []delivery {
 	var ds []delivery
 	for i, st := range h.statements {
-		if h.epochStart[st.ID] && i > 0 {
+		if h.epochStart[st.ID()] && i > 0 {
 			if rng.IntN(2) == 0 {
-				ds = append(ds, delivery{st, Origin{Channel: st.ID}})
+				ds = append(ds, delivery{st, Origin{Channel: st.ID()}})
 			}
-			old, _ := h.rosters[i-1].SourceEpoch(h.statements[i-1].ID)
+			old, _ := h.rosters[i-1].SourceEpoch(h.statements[i-1].ID())
 			ds = append(ds, delivery{st, Origin{Channel: old}})
 			continue
 		}
-		ep, _ := h.rosters[i].SourceEpoch(st.ID)
+		ep, _ := h.rosters[i].SourceEpoch(st.ID())
 		ds = append(ds, delivery{st, Origin{Channel: ep}})
 		if rng.IntN(3) == 0 {
 			ds = append(ds, delivery{st, Origin{}})
@@ -162,8 +162,8 @@ func TestReorderingGivesSameRoster(t *testing.T) {
 		last := h.rosters[len(h.rosters)-1]
 		var frags []*Fragment
 		for _, st := range last.Statements() {
-			if inv, ok := last.Inventory(st.ID); ok {
-				fs, err := Split(st.ID, inv.Bytes(), 1500)
+			if inv, ok := last.Inventory(st.ID()); ok {
+				fs, err := Split(st.ID(), inv.Bytes(), 1500)
 				check(t, err)
 				frags = append(frags, fs...)
 			}
@@ -217,8 +217,8 @@ func TestSecondSuccessorKills(t *testing.T) {
 				}
 			}
 			conflict, _ := c.Dead()
-			if conflict.Parent != h.statements[at].ID {
-				t.Fatalf("conflict at %x, want %x", conflict.Parent, h.statements[at].ID)
+			if conflict.Parent != h.statements[at].ID() {
+				t.Fatalf("conflict at %x, want %x", conflict.Parent, h.statements[at].ID())
 			}
 		}
 	}
@@ -229,17 +229,17 @@ func TestSecondSuccessorKills(t *testing.T) {
 func seenAll(ds []delivery, st *Statement) bool {
 	ids := map[[32]byte]*Statement{}
 	for _, d := range ds {
-		ids[d.st.ID] = d.st
+		ids[d.st.ID()] = d.st
 	}
-	if ids[st.ID] == nil {
+	if ids[st.ID()] == nil {
 		return false
 	}
 	for _, d := range ds {
-		if d.from.Channel == d.st.ID && d.st.Parent() != ([32]byte{}) {
+		if d.from.Channel == d.st.ID() && d.st.Parent() != ([32]byte{}) {
 			continue // a draft delivery
 		}
 		for x := d.st; x != nil; x = ids[x.Parent()] {
-			if x.ID == st.ID {
+			if x.ID() == st.ID() {
 				return true
 			}
 		}
@@ -266,12 +266,12 @@ func TestDrafts(t *testing.T) {
 	check(t, err)
 
 	c := chainOf(t, f.r0)
-	check(t, c.Add(draft, Origin{Channel: draft.ID})) // only in its own channel
-	if r, _ := c.Roster(); r.Head().ID != f.r0.Head().ID || c.Status() != StatusFollowing {
+	check(t, c.Add(draft, Origin{Channel: draft.ID()})) // only in its own channel
+	if r, _ := c.Roster(); r.Head().ID() != f.r0.Head().ID() || c.Status() != StatusFollowing {
 		t.Fatal("a draft was followed")
 	}
 	check(t, c.Add(other.Statement, Origin{Channel: f.r0.Epoch()})) // announced
-	if r, _ := c.Roster(); r.Head().ID != other.Statement.ID || c.Status() != StatusFollowing {
+	if r, _ := c.Roster(); r.Head().ID() != other.Statement.ID() || c.Status() != StatusFollowing {
 		t.Fatalf("announced change not followed: %v", c.Status())
 	}
 	// Once the draft is announced too, the owner signed two decisions.
@@ -282,27 +282,27 @@ func TestDrafts(t *testing.T) {
 
 	// Announce (a verified grant) makes a draft a successor.
 	c = chainOf(t, f.r0)
-	check(t, c.Add(draft, Origin{Channel: draft.ID}))
-	c.Announce(draft.ID)
-	if r, _ := c.Roster(); r.Head().ID != draft.ID {
+	check(t, c.Add(draft, Origin{Channel: draft.ID()}))
+	c.Announce(draft.ID())
+	if r, _ := c.Roster(); r.Head().ID() != draft.ID() {
 		t.Fatal("Announce did not promote the draft")
 	}
 
 	// Announce may come first (a grant read before the statement).
 	c = chainOf(t, f.r0)
-	c.Announce(draft.ID)
-	check(t, c.Add(draft, Origin{Channel: draft.ID}))
-	if r, _ := c.Roster(); r.Head().ID != draft.ID {
+	c.Announce(draft.ID())
+	check(t, c.Add(draft, Origin{Channel: draft.ID()}))
+	if r, _ := c.Roster(); r.Head().ID() != draft.ID() {
 		t.Fatal("an earlier Announce was lost")
 	}
 
 	// A statement built on the draft, read in the new channel, announces it.
 	c = chainOf(t, f.r0)
-	check(t, c.Add(draft, Origin{Channel: draft.ID}))
+	check(t, c.Add(draft, Origin{Channel: draft.ID()}))
 	next, err := AddMember(f.r1, f.o.signer(), member(user(50), RoleReader, "n"))
 	check(t, err)
-	check(t, c.Add(next.Statement, Origin{Channel: draft.ID}))
-	if r, _ := c.Roster(); r.Head().ID != next.Statement.ID {
+	check(t, c.Add(next.Statement, Origin{Channel: draft.ID()}))
+	if r, _ := c.Roster(); r.Head().ID() != next.Statement.ID() {
 		t.Fatal("a child did not announce its draft parent")
 	}
 }
@@ -319,12 +319,12 @@ func TestOutOfOrderHeld(t *testing.T) {
 	if got, want := c.Status(), StatusFollowing; got != want {
 		t.Fatalf("status %v", got)
 	}
-	if r, _ := c.Roster(); r.Head().ID != h.statements[len(h.statements)-1].ID {
+	if r, _ := c.Roster(); r.Head().ID() != h.statements[len(h.statements)-1].ID() {
 		t.Fatal("head")
 	}
 	for _, st := range h.statements { // the inventories can follow later
-		if inv, ok := h.rosters[len(h.rosters)-1].Inventory(st.ID); ok {
-			check(t, c.SetInventory(st.ID, inv.Bytes()))
+		if inv, ok := h.rosters[len(h.rosters)-1].Inventory(st.ID()); ok {
+			check(t, c.SetInventory(st.ID(), inv.Bytes()))
 		}
 	}
 	if got, want := summary(c), summary(chainOf(t, h.rosters[len(h.rosters)-1])); got != want {
@@ -338,11 +338,11 @@ func TestOutOfOrderHeld(t *testing.T) {
 			check(t, c.Add(st, Origin{}))
 		}
 	}
-	if r, _ := c.Roster(); r.Head().ID != h.statements[3].ID {
+	if r, _ := c.Roster(); r.Head().ID() != h.statements[3].ID() {
 		t.Fatal("head moved past a missing statement")
 	}
 	check(t, c.Add(h.statements[4], Origin{}))
-	if r, _ := c.Roster(); r.Head().ID != h.statements[len(h.statements)-1].ID {
+	if r, _ := c.Roster(); r.Head().ID() != h.statements[len(h.statements)-1].ID() {
 		t.Fatal("head did not catch up")
 	}
 
@@ -404,12 +404,12 @@ func TestDeadIsFinal(t *testing.T) {
 	if !dead || !(conflict.A.Equal(a) && conflict.B.Equal(b)) {
 		t.Fatal("no conflict")
 	}
-	w, sig, _ := dataWrite(t, f.w, f.r0.Collection(), [16]byte{1}, f.r0.Head().ID, suite.Dot{}, suite.OpAssign, "x")
+	w, sig, _ := dataWrite(t, f.w, f.r0.Collection(), [16]byte{1}, f.r0.Head().ID(), suite.Dot{}, suite.OpAssign, "x")
 	if _, err := c.CheckWrite(&w, sig, f.r0.Epoch()); !errors.Is(err, ErrDead) {
 		t.Fatalf("write in a dead collection: %v", err)
 	}
 	// The evidence survives expiry.
-	if s, _ := c.Expire(); s != 0 || !bytes.Equal(conflict.A.Sig, a.Sig) {
+	if s, _ := c.Expire(); s != 0 || !bytes.Equal(conflict.A.Sig(), a.Sig()) {
 		t.Fatal("evidence evicted")
 	}
 }

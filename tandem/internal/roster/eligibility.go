@@ -137,9 +137,9 @@ func (c *Chain) followed(id [32]byte, missing error) error {
 // docs/decisions/tandem-roster-chain.md).
 func (c *Chain) authorized(w *suite.WriteBody) error {
 	st, _ := c.roster.Statement(w.Ref)
-	m, ok := st.State.Member(w.Author)
+	m, ok := st.State().Member(w.Author)
 	switch {
-	case st.State.Deleted: // nothing is written under a deletion (§11.9)
+	case st.State().Deleted: // nothing is written under a deletion (§11.9)
 		return fmt.Errorf("%w: %w: statement %x", ErrRejected, ErrAfterDeleted, w.Ref)
 	case !ok:
 		return fmt.Errorf("%w: %w: %x", ErrRejected, ErrNotMember, w.Author)

@@ -33,7 +33,7 @@ func newWorld(t testing.TB) *world {
 	t.Helper()
 	f := newFixture(t) // r0 has O, W, D, M
 	w := &world{fixture: f, coll: f.r0.Collection(), e0: f.r0.Epoch(), rec1: [16]byte{1}, rec2: [16]byte{2}}
-	ref := f.r0.Head().ID
+	ref := f.r0.Head().ID()
 	w.wA = sw(t, f.w, w.coll, w.rec1, ref, suite.Dot{Device: suite.DeviceID{2}, HLC: suite.HLC{Millis: 100}}, suite.OpAssign, "milk")
 	w.wM = sw(t, f.m, w.coll, w.rec2, ref, suite.Dot{Device: suite.DeviceID{4}, HLC: suite.HLC{Millis: 100}}, suite.OpAssign, "eggs")
 	w.late = sw(t, f.m, w.coll, w.rec2, ref, suite.Dot{Device: suite.DeviceID{4}, HLC: suite.HLC{Millis: 50}}, suite.OpAssign, "vandal")
@@ -44,7 +44,7 @@ func newWorld(t testing.TB) *world {
 	check(t, err)
 	f.rmChange = ch
 	f.r1 = extend(t, f.r0, ch)
-	w.e1 = ch.Statement.ID
+	w.e1 = ch.Statement.ID()
 	return w
 }
 
@@ -98,14 +98,14 @@ func TestEligibility(t *testing.T) {
 	del, err := Delete(w.r1, w.o.signer())
 	check(t, err)
 	cd := chainOf(t, extend(t, w.r1, del))
-	wantIs(t, w.check(t, cd, sw(t, w.w, w.coll, w.rec1, del.Statement.ID, dot, suite.OpAssign, "late"), w.e1), ErrRejected, ErrAfterDeleted)
+	wantIs(t, w.check(t, cd, sw(t, w.w, w.coll, w.rec1, del.Statement.ID(), dot, suite.OpAssign, "late"), w.e1), ErrRejected, ErrAfterDeleted)
 	check(t, w.check(t, cd, fresh, w.e1)) // what was written before stays valid
 
 	// Unknown statements and channels hold; they do not reject.
 	wantIs(t, w.check(t, c, sw(t, w.w, w.coll, w.rec1, [32]byte{0xAB}, dot, suite.OpAssign, "s"), w.e1), ErrHeld, ErrUnknownStatement)
 	wantIs(t, w.check(t, c, fresh, [32]byte{0xCD}), ErrHeld, ErrNotEpoch)
 	// A channel that is a statement but not an epoch start is not an epoch.
-	wantIs(t, w.check(t, c, w.wA, w.r0.Head().ID), ErrRejected, ErrNotEpoch)
+	wantIs(t, w.check(t, c, w.wA, w.r0.Head().ID()), ErrRejected, ErrNotEpoch)
 }
 
 // TestSourceEpochWalksBack: a write naming a later same-epoch statement
@@ -115,11 +115,11 @@ func TestSourceEpochWalksBack(t *testing.T) {
 	add, err := AddMember(w.r1, w.o.signer(), member(user(60), RoleWriter, "new"))
 	check(t, err)
 	r := extend(t, w.r1, add)
-	if ep, _ := r.SourceEpoch(add.Statement.ID); ep != w.e1 {
+	if ep, _ := r.SourceEpoch(add.Statement.ID()); ep != w.e1 {
 		t.Fatal("source epoch")
 	}
 	c := chainOf(t, r)
-	x := sw(t, user(60), w.coll, w.rec1, add.Statement.ID, suite.Dot{Device: suite.DeviceID{60}}, suite.OpAssign, "hi")
+	x := sw(t, user(60), w.coll, w.rec1, add.Statement.ID(), suite.Dot{Device: suite.DeviceID{60}}, suite.OpAssign, "hi")
 	check(t, w.check(t, c, x, w.e1))
 	wantIs(t, w.check(t, c, x, w.e0), ErrRejected, ErrNotEligible)
 }
@@ -137,20 +137,20 @@ func TestKeyOrCounterAloneIsNotEnough(t *testing.T) {
 	c := chainOf(t, w.r1)
 	invalid := forge(t, w.r1, w.o.id.SignKey, w.o.clk.next(), func(s *State) { s.N += 3 }, nil, nil)
 	check(t, c.Add(invalid, Origin{}))
-	if k := invalid.State.Key; k.N != w.r1.State().Key.N || k.Commit != w.r1.State().Key.Commit || c.Status() != StatusStalled {
+	if k := invalid.State().Key; k.N != w.r1.State().Key.N || k.Commit != w.r1.State().Key.Commit || c.Status() != StatusStalled {
 		t.Fatal("setup")
 	}
-	wantIs(t, w.check(t, c, sw(t, w.w, w.coll, w.rec1, invalid.ID, dot, suite.OpAssign, "x"), w.e1), ErrRejected, ErrNotFollowed)
+	wantIs(t, w.check(t, c, sw(t, w.w, w.coll, w.rec1, invalid.ID(), dot, suite.OpAssign, "x"), w.e1), ErrRejected, ErrNotFollowed)
 
 	// A draft epoch start with the same counter, overtaken by epoch 1.
 	c = chainOf(t, w.r1)
 	draft, err := RemoveMember(w.r0, w.o.signer(), w.d.UID, newMapState())
 	check(t, err)
-	check(t, c.Add(draft.Statement, Origin{Channel: draft.Statement.ID}))
-	if draft.Statement.State.Key.N != w.r1.State().Key.N || c.Status() != StatusFollowing {
+	check(t, c.Add(draft.Statement, Origin{Channel: draft.Statement.ID()}))
+	if draft.Statement.State().Key.N != w.r1.State().Key.N || c.Status() != StatusFollowing {
 		t.Fatal("setup")
 	}
-	wantIs(t, w.check(t, c, sw(t, w.w, w.coll, w.rec1, draft.Statement.ID, dot, suite.OpAssign, "x"), w.e1), ErrRejected, ErrNotFollowed)
+	wantIs(t, w.check(t, c, sw(t, w.w, w.coll, w.rec1, draft.Statement.ID(), dot, suite.OpAssign, "x"), w.e1), ErrRejected, ErrNotFollowed)
 
 	// Epoch 2 whose inventory lists wA's write ID under another record,
 	// and another write under wA's record.
@@ -166,8 +166,8 @@ func TestKeyOrCounterAloneIsNotEnough(t *testing.T) {
 	check(t, err)
 	r2 := extend(t, w.r1, rot)
 	c = chainOf(t, r2)
-	wantIs(t, w.check(t, c, w.wA, rot.Statement.ID), ErrRejected, ErrNotEligible)
-	wantIs(t, w.check(t, c, w.wM, rot.Statement.ID), ErrRejected, ErrNotEligible)
+	wantIs(t, w.check(t, c, w.wA, rot.Statement.ID()), ErrRejected, ErrNotEligible)
+	wantIs(t, w.check(t, c, w.wM, rot.Statement.ID()), ErrRejected, ErrNotEligible)
 	check(t, w.check(t, c, w.wA, w.e1)) // still fine where it is listed
 }
 

@@ -28,6 +28,7 @@ var ErrInvalidStatement = errors.New("tandem/roster: invalid roster statement")
 // the full map of rule → section → function.
 var (
 	ErrSignature      = errors.New("signature does not verify (§5.5)")
+	ErrUnverified     = errors.New("statement not made by NewStatement: signature never checked (§5.5)")
 	ErrAuthor         = errors.New("statement not authored by the genesis owner (§8.2)")
 	ErrScope          = errors.New("wrong scope (§5.5, §7.1, §8.2)")
 	ErrRecord         = errors.New("not the _roster record (§8.2)")

@@ -12,7 +12,7 @@ import (
 func FuzzParseState(f *testing.F) {
 	fx := newFixture(f)
 	for _, st := range fx.r1.Statements() {
-		f.Add(st.Body.Value)
+		f.Add(st.Body().Value)
 	}
 	f.Add([]byte(`{"n":0,"key":{"n":0,"commit":""},"members":[]}`))
 	f.Add([]byte(`{"n":1,"n":2}`))
@@ -70,7 +70,7 @@ func FuzzDecodeFragment(f *testing.F) {
 			check(t, c.Add(st, Origin{}))
 		}
 		_ = c.AddFragment(fr)
-		if r, _ := c.Roster(); r.Head().ID != fx.r0.Head().ID {
+		if r, _ := c.Roster(); r.Head().ID() != fx.r0.Head().ID() {
 			t.Fatal("a fragment moved the roster")
 		}
 	})
@@ -80,11 +80,11 @@ func FuzzDecodeFragment(f *testing.F) {
 // is kept and either followed (if valid) or stalls the chain; never a panic.
 func FuzzStatementValue(f *testing.F) {
 	fx := newFixture(f)
-	f.Add(fx.rmChange.Statement.Body.Value)
+	f.Add(fx.rmChange.Statement.Body().Value)
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
 		body := suite.WriteBody{Scope: fx.r0.Collection(), Record: rosterRecord, Field: StatementField,
-			Op: suite.OpAssign, Value: value, Author: fx.o.id.UID, Ref: fx.r0.Head().ID}
+			Op: suite.OpAssign, Value: value, Author: fx.o.id.UID, Ref: fx.r0.Head().ID()}
 		_, _, sig, err := suite.SignWrite(fx.o.id.SignKey, &body)
 		check(t, err)
 		st, err := NewStatement(body, sig)
@@ -96,8 +96,8 @@ func FuzzStatementValue(f *testing.F) {
 		check(t, c.Add(st, Origin{}))
 		r, _ := c.Roster()
 		valid := fx.r0.Validate(st) == nil
-		if valid != (r.Head().ID == st.ID) || (!valid && c.Status() != StatusStalled) {
-			t.Fatalf("valid=%v head moved=%v status=%v", valid, r.Head().ID == st.ID, c.Status())
+		if valid != (r.Head().ID() == st.ID()) || (!valid && c.Status() != StatusStalled) {
+			t.Fatalf("valid=%v head moved=%v status=%v", valid, r.Head().ID() == st.ID(), c.Status())
 		}
 	})
 }

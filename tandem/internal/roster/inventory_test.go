@@ -165,7 +165,7 @@ func TestAssemblyWithJunk(t *testing.T) {
 	rot, err := Rotate(w.r1, w.o.signer(), st)
 	check(t, err)
 	r2 := extend(t, w.r1, rot)
-	e2 := rot.Statement.ID
+	e2 := rot.Statement.ID()
 	good, err := Split(e2, rot.Inventory.Bytes(), 2000)
 	check(t, err)
 	if len(good) < 5 {
@@ -196,8 +196,8 @@ func TestAssemblyWithJunk(t *testing.T) {
 				check(t, c.Add(s, Origin{}))
 			}
 			for _, s := range w.r1.Statements() {
-				if inv, ok := w.r1.Inventory(s.ID); ok {
-					check(t, c.SetInventory(s.ID, inv.Bytes()))
+				if inv, ok := w.r1.Inventory(s.ID()); ok {
+					check(t, c.SetInventory(s.ID(), inv.Bytes()))
 				}
 			}
 		}
@@ -207,7 +207,7 @@ func TestAssemblyWithJunk(t *testing.T) {
 	if !ok {
 		t.Fatal("no assembly")
 	}
-	if inv.Hash() != *rot.Statement.State.Snapshot || !bytes.Equal(inv.Bytes(), rot.Inventory.Bytes()) {
+	if inv.Hash() != *rot.Statement.State().Snapshot || !bytes.Equal(inv.Bytes(), rot.Inventory.Bytes()) {
 		t.Fatal("wrong assembly used")
 	}
 	if len(inv.Fragments()) != len(good) {

@@ -208,7 +208,7 @@ func (r *Roster) finishEpoch(s Signer, next *State, state StateView) (*Change, e
 	if err != nil {
 		return nil, err
 	}
-	out.Inventory = inv.withEpoch(out.Statement.ID)
+	out.Inventory = inv.withEpoch(out.Statement.ID())
 	return out, nil
 }
 
@@ -216,7 +216,7 @@ func (r *Roster) finishEpoch(s Signer, next *State, state StateView) (*Change, e
 // Validate, so an operation never returns a statement that others would
 // reject.
 func (r *Roster) finish(s Signer, next *State, ch *Change) (*Change, error) {
-	st, err := sign(s, r.collection, r.Head().ID, next)
+	st, err := sign(s, r.collection, r.Head().ID(), next)
 	if err != nil {
 		return nil, err
 	}
@@ -249,5 +249,5 @@ func sign(s Signer, scope [16]byte, ref [32]byte, state *State) (*Statement, err
 
 // Equal reports whether two statements are the same signed bytes.
 func (st *Statement) Equal(o *Statement) bool {
-	return st.ID == o.ID && bytes.Equal(st.Sig, o.Sig)
+	return st.ID() == o.ID() && bytes.Equal(st.Sig(), o.Sig())
 }

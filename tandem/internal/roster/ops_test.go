@@ -15,7 +15,7 @@ func TestOwnerOperations(t *testing.T) {
 	// Promotion: same epoch, same commitment, nothing else changes.
 	ch, err := ChangeRole(r, f.o.signer(), f.d.UID, RoleWriter, nil)
 	check(t, err)
-	if ch.StartsEpoch || ch.Statement.State.Key.Commit != epoch0.Commit || ch.Inventory != nil {
+	if ch.StartsEpoch || ch.Statement.State().Key.Commit != epoch0.Commit || ch.Inventory != nil {
 		t.Fatal("promotion started an epoch")
 	}
 	r = extend(t, r, ch)
@@ -24,13 +24,13 @@ func TestOwnerOperations(t *testing.T) {
 	// inventory bound to the new epoch ID.
 	ch, err = ChangeRole(r, f.o.signer(), f.w.UID, RoleReader, f.state)
 	check(t, err)
-	s := ch.Statement.State
+	s := ch.Statement.State()
 	if !ch.StartsEpoch || s.Key.N != epoch0.N+1 || s.Key.Commit != suite.Commit(ch.Key) || ch.Commit != s.Key.Commit ||
-		*s.Key.Prev != epoch0.Commit || ch.Inventory.Epoch != ch.Statement.ID || ch.Inventory.Hash() != *s.Snapshot {
+		*s.Key.Prev != epoch0.Commit || ch.Inventory.Epoch != ch.Statement.ID() || ch.Inventory.Hash() != *s.Snapshot {
 		t.Fatal("demotion is not a complete epoch start")
 	}
 	r = extend(t, r, ch)
-	if r.Epoch() != ch.Statement.ID {
+	if r.Epoch() != ch.Statement.ID() {
 		t.Fatal("epoch ID is not the starting statement's ID")
 	}
 
@@ -47,11 +47,11 @@ func TestOwnerOperations(t *testing.T) {
 	// Keys never repeat across epochs.
 	seen := map[[32]byte]bool{}
 	for _, st := range r.Statements() {
-		if r.IsEpochStart(st.ID) {
-			if seen[st.State.Key.Commit] {
+		if r.IsEpochStart(st.ID()) {
+			if seen[st.State().Key.Commit] {
 				t.Fatal("commitment reused")
 			}
-			seen[st.State.Key.Commit] = true
+			seen[st.State().Key.Commit] = true
 		}
 	}
 

@@ -47,5 +47,5 @@ func (r *Roster) Counter(ref [32]byte) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return st.State.Key.N, true
+	return st.State().Key.N, true
 }

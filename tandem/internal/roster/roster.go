@@ -26,8 +26,8 @@ func NewRoster(genesis *Statement) (*Roster, error) {
 		return nil, err
 	}
 	r := &Roster{
-		collection:  CollectionID(genesis.ID),
-		owner:       genesis.Body.Author,
+		collection:  CollectionID(genesis.ID()),
+		owner:       genesis.Body().Author,
 		index:       map[[32]byte]int{},
 		commits:     map[[32]byte]bool{},
 		inventories: map[[32]byte]*Inventory{},
@@ -55,13 +55,13 @@ func (r *Roster) Extend(next *Statement) (*Roster, error) {
 func (r *Roster) push(st *Statement) {
 	i := len(r.path)
 	start := i
-	if i > 0 && st.State.Key.Commit == r.path[i-1].State.Key.Commit {
+	if i > 0 && st.State().Key.Commit == r.path[i-1].State().Key.Commit {
 		start = r.epochStart[i-1]
 	}
 	r.path = append(r.path, st)
-	r.index[st.ID] = i
+	r.index[st.ID()] = i
 	r.epochStart = append(r.epochStart, start)
-	r.commits[st.State.Key.Commit] = true
+	r.commits[st.State().Key.Commit] = true
 }
 
 func (r *Roster) clone() *Roster {
@@ -96,7 +96,7 @@ func (r *Roster) Genesis() *Statement { return r.path[0] }
 func (r *Roster) Head() *Statement { return r.path[len(r.path)-1] }
 
 // State is the head's state: the current members, roles and keys.
-func (r *Roster) State() *State { return r.Head().State }
+func (r *Roster) State() *State { return r.Head().State() }
 
 // Len is the number of statements in the followed roster.
 func (r *Roster) Len() int { return len(r.path) }
@@ -106,7 +106,7 @@ func (r *Roster) Statements() []*Statement { return append([]*Statement(nil), r.
 
 // Epoch is the current epoch's ID: the full ID of the statement that
 // started it (§7.1), the genesis ID for epoch 0.
-func (r *Roster) Epoch() [32]byte { return r.path[r.epochStart[len(r.path)-1]].ID }
+func (r *Roster) Epoch() [32]byte { return r.path[r.epochStart[len(r.path)-1]].ID() }
 
 // Contains reports whether the statement id is in the followed roster.
 func (r *Roster) Contains(id [32]byte) bool { _, ok := r.index[id]; return ok }
@@ -119,7 +119,7 @@ func (r *Roster) SourceEpoch(id [32]byte) ([32]byte, bool) {
 	if !ok {
 		return [32]byte{}, false
 	}
-	return r.path[r.epochStart[i]].ID, true
+	return r.path[r.epochStart[i]].ID(), true
 }
 
 // IsEpochStart reports whether id starts an epoch of the followed roster
@@ -170,7 +170,7 @@ func (r *Roster) checkInventory(inv *Inventory) error {
 	if !ok || !r.IsEpochStart(inv.Epoch) {
 		return fmt.Errorf("%w: %w: epoch %x", ErrHeld, ErrNotEpoch, inv.Epoch)
 	}
-	if st.State.Snapshot == nil || inv.Hash() != *st.State.Snapshot {
+	if st.State().Snapshot == nil || inv.Hash() != *st.State().Snapshot {
 		return fmt.Errorf("%w: %w: epoch %x", ErrRejected, ErrInventoryHash, inv.Epoch)
 	}
 	return nil

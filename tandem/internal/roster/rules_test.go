@@ -60,7 +60,7 @@ func forge(t testing.TB, r *Roster, key ed25519.PrivateKey, dot suite.Dot,
 	}
 	body := suite.WriteBody{Scope: r.Collection(), Record: rosterRecord, Field: StatementField,
 		Op: suite.OpAssign, Value: value, Author: [32]byte(key.Public().(ed25519.PublicKey)),
-		Dot: dot, Ref: r.Head().ID}
+		Dot: dot, Ref: r.Head().ID()}
 	if editBody != nil {
 		editBody(&body)
 	}
@@ -118,7 +118,7 @@ func TestStatementRules(t *testing.T) {
 		{name: "context", base: f.r0, body: func(b *suite.WriteBody) { b.Context = suite.VV{{Device: suite.DeviceID{1}}} }, want: ErrContext},
 		{name: "base", base: f.r0, body: func(b *suite.WriteBody) { b.Base = suite.VV{{Device: suite.DeviceID{1}}} }, want: ErrContext},
 		{name: "element", base: f.r0, body: func(b *suite.WriteBody) { b.Element = []byte{0} }, want: ErrElement},
-		{name: "ref skips head", base: f.r0, body: func(b *suite.WriteBody) { b.Ref = f.gen.Statement.ID }, want: ErrRef},
+		{name: "ref skips head", base: f.r0, body: func(b *suite.WriteBody) { b.Ref = f.gen.Statement.ID() }, want: ErrRef},
 		{name: "duplicate JSON name", base: f.r0, value: func(v []byte) []byte { return bytes.Replace(v, []byte(`{"n":`), []byte(`{"n":1,"n":`), 1) }, want: ErrState},
 		{name: "n is a string", base: f.r0, value: func(v []byte) []byte { return bytes.Replace(v, []byte(`{"n":4`), []byte(`{"n":"4"`), 1) }, want: ErrState},
 		{name: "trailing bytes", base: f.r0, value: func(v []byte) []byte { return append(v, '1') }, want: ErrState},
@@ -160,7 +160,7 @@ func TestStatementRules(t *testing.T) {
 			ch := chainOf(t, c.base)
 			addErr := ch.Add(st, Origin{})
 			r, _ := ch.Roster()
-			if r.Head().ID != c.base.Head().ID {
+			if r.Head().ID() != c.base.Head().ID() {
 				t.Fatalf("chain followed an invalid statement")
 			}
 			switch c.want {
@@ -191,9 +191,9 @@ func TestStatementRules(t *testing.T) {
 func TestBadSignatureRejected(t *testing.T) {
 	f := newFixture(t)
 	st := forge(t, f.r0, f.o.id.SignKey, f.o.clk.next(), nil, nil, nil)
-	sig := bytes.Clone(st.Sig)
+	sig := bytes.Clone(st.Sig())
 	sig[5] ^= 1
-	_, err := NewStatement(st.Body, sig)
+	_, err := NewStatement(st.Body(), sig)
 	wantIs(t, err, ErrRejected, ErrSignature)
 }
 
@@ -202,15 +202,15 @@ func TestGenesisRules(t *testing.T) {
 	g, err := Genesis(o.signer(), o.id.UKa, "Jesper")
 	check(t, err)
 	st := g.Statement
-	if CollectionID(st.ID) != [16]byte(st.ID[:16]) || st.Body.Scope != ([16]byte{}) || st.Body.Ref != ([32]byte{}) {
+	if CollectionID(st.ID()) != [16]byte(st.id[:16]) || st.Body().Scope != ([16]byte{}) || st.Body().Ref != ([32]byte{}) {
 		t.Fatal("genesis identity")
 	}
 	r, err := NewRoster(st)
 	check(t, err)
-	if r.Epoch() != st.ID || r.Collection() != CollectionID(st.ID) || r.Owner() != o.id.UID {
+	if r.Epoch() != st.ID() || r.Collection() != CollectionID(st.ID()) || r.Owner() != o.id.UID {
 		t.Fatal("epoch 0 is not the genesis ID")
 	}
-	if st.State.Key.Commit != suite.Commit(g.Key) {
+	if st.State().Key.Commit != suite.Commit(g.Key) {
 		t.Fatal("genesis does not commit to its key")
 	}
 	other := user(9)
@@ -233,13 +233,13 @@ func TestGenesisRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := st.State.clone()
+			s := st.State().clone()
 			if c.state != nil {
 				c.state(s)
 			}
 			v, err := s.Marshal()
 			check(t, err)
-			b := cloneBody(st.Body)
+			b := cloneBody(st.Body())
 			b.Value = v
 			if c.body != nil {
 				c.body(&b)
@@ -249,7 +249,7 @@ func TestGenesisRules(t *testing.T) {
 			bad, err := NewStatement(b, sig)
 			check(t, err)
 			wantIs(t, ValidateGenesis(bad), ErrRejected, c.want)
-			ch := NewChain(CollectionID(bad.ID), Options{})
+			ch := NewChain(CollectionID(bad.ID()), Options{})
 			check(t, ch.Add(bad, Origin{}))
 			if ch.Status() != StatusInvalidGenesis {
 				t.Fatalf("status %v", ch.Status())
@@ -271,11 +271,12 @@ func TestValueNotReserialized(t *testing.T) {
 	ch := chainOf(t, f.r0)
 	check(t, ch.Add(st, Origin{}))
 	r, _ := ch.Roster()
-	if !bytes.Equal(r.Head().Body.Value, st.Body.Value) || !bytes.HasPrefix(r.Head().Body.Value, []byte(" \n")) {
+	if !bytes.Equal(r.Head().Body().Value, st.Body().Value) || !bytes.HasPrefix(r.Head().Body().Value, []byte(" \n")) {
 		t.Fatal("value bytes changed")
 	}
-	si, _ := r.Head().Body.SigInput()
-	if suite.WriteID(si) != st.ID {
+	hb := r.Head().Body()
+	si, _ := hb.SigInput()
+	if suite.WriteID(si) != st.ID() {
 		t.Fatal("ID is not the write ID of the signed bytes")
 	}
 }
@@ -288,13 +289,13 @@ func chainOf(t testing.TB, r *Roster) *Chain {
 		check(t, ch.Add(st, Origin{}))
 	}
 	for _, st := range r.Statements() {
-		if inv, ok := r.Inventory(st.ID); ok {
-			check(t, ch.SetInventory(st.ID, inv.Bytes()))
+		if inv, ok := r.Inventory(st.ID()); ok {
+			check(t, ch.SetInventory(st.ID(), inv.Bytes()))
 		}
 	}
 	got, _ := ch.Roster()
-	if got.Head().ID != r.Head().ID {
-		t.Fatalf("chain head %x, want %x", got.Head().ID, r.Head().ID)
+	if got.Head().ID() != r.Head().ID() {
+		t.Fatalf("chain head %x, want %x", got.Head().ID(), r.Head().ID())
 	}
 	return ch
 }

@@ -34,13 +34,38 @@ func MetaRecordID() [16]byte { return metaRecord }
 // does not parse; ParseErr then says why. Such a statement is still kept,
 // since an owner-signed statement counts as a successor even when invalid
 // (§9.4). A Statement is immutable once made.
+//
+// Its fields are unexported and NewStatement is the only way to make one,
+// so holding a *Statement is proof that its signature was checked: a
+// Statement literal or a zero value is refused by Chain.Add (ErrUnverified).
 type Statement struct {
-	ID       [32]byte
-	Body     suite.WriteBody
-	Sig      []byte
-	State    *State
-	ParseErr error
+	id       [32]byte
+	body     suite.WriteBody
+	sig      []byte
+	state    *State
+	parseErr error
+	verified bool // set only by NewStatement
 }
+
+// ID returns the statement ID (its write ID, §9.4).
+func (st *Statement) ID() [32]byte { return st.id }
+
+// Body returns the signed body; its slices must not be modified.
+func (st *Statement) Body() suite.WriteBody { return st.body }
+
+// Sig returns the 64-byte signature.
+func (st *Statement) Sig() []byte { return st.sig }
+
+// State returns the parsed roster state, or nil when the value does not
+// parse (ParseErr says why).
+func (st *Statement) State() *State { return st.state }
+
+// ParseErr says why the value does not parse as a roster state; nil when it does.
+func (st *Statement) ParseErr() error { return st.parseErr }
+
+// Verified reports whether st was made by NewStatement: false for nil and
+// for a zero value or literal.
+func (st *Statement) Verified() bool { return st != nil && st.verified }
 
 // NewStatement checks sig over body with strict verification (§5.5) against
 // body.Author, computes the statement ID (the write ID) and parses the
@@ -54,17 +79,17 @@ func NewStatement(body suite.WriteBody, sig []byte) (*Statement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: %w", ErrRejected, ErrSignature, err)
 	}
-	st := &Statement{ID: id, Body: body, Sig: bytes.Clone(sig)}
-	st.State, st.ParseErr = ParseState(body.Value)
+	st := &Statement{id: id, body: body, sig: bytes.Clone(sig), verified: true}
+	st.state, st.parseErr = ParseState(body.Value)
 	return st, nil
 }
 
 // isRosterWrite reports whether the statement is a write to _roster, the
 // only writes that count as successors (§9.4).
-func (st *Statement) isRosterWrite() bool { return st.Body.Record == rosterRecord }
+func (st *Statement) isRosterWrite() bool { return st.Body().Record == rosterRecord }
 
 // Parent is the ID of the statement this one follows (its ref, §9.4).
-func (st *Statement) Parent() [32]byte { return st.Body.Ref }
+func (st *Statement) Parent() [32]byte { return st.Body().Ref }
 
 func cloneBody(b suite.WriteBody) suite.WriteBody {
 	b.Element = bytes.Clone(b.Element)

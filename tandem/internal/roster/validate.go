@@ -14,7 +14,7 @@ func invalid(rule error, format string, args ...any) error {
 // §9.4): the scope, the _roster record, field s, an assign, empty context,
 // base and element.
 func checkShape(st *Statement, scope [16]byte) error {
-	b := &st.Body
+	b := &st.body
 	switch {
 	case b.Scope != scope:
 		return invalid(ErrScope, "scope %x, want %x", b.Scope, scope)
@@ -68,13 +68,13 @@ func ValidateGenesis(st *Statement) error {
 	if err := checkShape(st, [16]byte{}); err != nil {
 		return err
 	}
-	if st.Body.Ref != ([32]byte{}) {
+	if st.Body().Ref != ([32]byte{}) {
 		return invalid(ErrRef, "genesis ref is not zero")
 	}
-	if st.State == nil {
-		return invalid(ErrState, "%v", st.ParseErr)
+	if st.State() == nil {
+		return invalid(ErrState, "%v", st.ParseErr())
 	}
-	s := st.State
+	s := st.State()
 	switch {
 	case s.N != 0:
 		return invalid(ErrSequence, "genesis n = %d", s.N)
@@ -83,7 +83,7 @@ func ValidateGenesis(st *Statement) error {
 	case s.Snapshot != nil || s.Nonce == nil || s.Deleted:
 		return invalid(ErrGenesis, "snapshot present, nonce missing or deleted")
 	}
-	if err := checkMembers(s, st.Body.Author); err != nil {
+	if err := checkMembers(s, st.Body().Author); err != nil {
 		return err
 	}
 	if len(s.Members) != 1 {
@@ -97,22 +97,22 @@ func ValidateGenesis(st *Statement) error {
 // the first rule broken (rules are checked in the order of the package doc).
 func (r *Roster) Validate(next *Statement) error {
 	head := r.Head()
-	if next.Body.Author != r.owner {
-		return invalid(ErrAuthor, "author %x", next.Body.Author)
+	if next.Body().Author != r.owner {
+		return invalid(ErrAuthor, "author %x", next.Body().Author)
 	}
 	if err := checkShape(next, r.collection); err != nil {
 		return err
 	}
-	if next.Body.Ref != head.ID {
-		return invalid(ErrRef, "ref %x, head %x", next.Body.Ref, head.ID)
+	if next.Body().Ref != head.ID() {
+		return invalid(ErrRef, "ref %x, head %x", next.Body().Ref, head.ID())
 	}
-	if head.State.Deleted {
-		return invalid(ErrAfterDeleted, "head %x is deleted", head.ID)
+	if head.State().Deleted {
+		return invalid(ErrAfterDeleted, "head %x is deleted", head.ID())
 	}
-	if next.State == nil {
-		return invalid(ErrState, "%v", next.ParseErr)
+	if next.State() == nil {
+		return invalid(ErrState, "%v", next.ParseErr())
 	}
-	prev, s := head.State, next.State
+	prev, s := head.State(), next.State()
 	if s.N != prev.N+1 {
 		return invalid(ErrSequence, "n = %d after %d", s.N, prev.N)
 	}

@@ -68,7 +68,7 @@ func TestCheckVerifiedDead(t *testing.T) {
 	c := chainOf(t, f.r0)
 	check(t, c.Add(forge(t, f.r0, f.o.id.SignKey, f.o.clk.next(), nil, nil, nil), Origin{}))
 	check(t, c.Add(forge(t, f.r0, f.o.id.SignKey, f.o.clk.next(), nil, nil, nil), Origin{}))
-	body, sig, _ := dataWrite(t, f.w, f.r0.Collection(), [16]byte{1}, f.r0.Head().ID, suite.Dot{}, suite.OpAssign, "x")
+	body, sig, _ := dataWrite(t, f.w, f.r0.Collection(), [16]byte{1}, f.r0.Head().ID(), suite.Dot{}, suite.OpAssign, "x")
 	v, err := record.NewValidator(record.Rules{Scope: f.r0.Collection()}).Verify(&body, sig)
 	check(t, err)
 	if got, err := c.CheckVerified(v, f.r0.Epoch()); got != nil || !errors.Is(err, ErrDead) {
