@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-sync/ferry/datasync/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
+	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 )
 
 // link is a requester (a) and a holder (b) joined by the media path.
@@ -22,6 +23,9 @@ type link struct {
 	mu     sync.Mutex
 	errs   []error
 	onSend func() // called before each chunk is delivered
+	// shuffle, when set, carries the chunks instead: they arrive, in a
+	// random order, when it is flushed.
+	shuffle *testnet.Shuffle
 }
 
 func newLink(t *testing.T) *link {
@@ -44,6 +48,10 @@ func newLink(t *testing.T) *link {
 		l.mu.Unlock()
 		if l.onSend != nil {
 			l.onSend()
+		}
+		if l.shuffle != nil {
+			l.shuffle.Send(b)
+			return nil
 		}
 		_ = l.rx.Handle(b)
 		return nil

@@ -59,6 +59,7 @@ type Receiver struct {
 type incoming struct {
 	identified bool
 	refused    bool
+	done       bool // delivered; later repeats of its chunks are dropped
 	header     Header
 	purpose    *Purpose
 	parts      map[uint64][]byte
@@ -87,16 +88,22 @@ func (r *Receiver) Handle(b []byte) error {
 	}
 	r.seq++
 	in.last = r.seq
-	if in.refused {
+	if in.refused || in.done {
 		r.Dropped += len(c.Body)
 		r.mu.Unlock()
 		return nil
 	}
 	var done func()
 	if c.Index == 0 {
-		err = r.identify(c.ID, in, c.Body)
+		err = r.identify(in, c.Body)
 	} else {
-		done, err = r.data(c.ID, in, c)
+		err = r.store(in, c)
+	}
+	if err == nil && in.identified {
+		// Completion is checked whenever a piece arrives once the
+		// transfer is judged, chunk 0 included: the transport keeps no
+		// order, so chunk 0 may be the last missing piece.
+		done, err = r.settle(in)
 	}
 	if err != nil {
 		r.refuse(in)
@@ -137,7 +144,7 @@ func (r *Receiver) refuse(in *incoming) {
 // identify judges a transfer at chunk 0. A repeat of chunk 0 must name the
 // same purpose (§The data purpose: the mark "is fixed by the chunk that
 // carries it").
-func (r *Receiver) identify(id ID, in *incoming, body []byte) error {
+func (r *Receiver) identify(in *incoming, body []byte) error {
 	h, err := ParseHeader(body)
 	if err != nil {
 		return err
@@ -175,9 +182,12 @@ func (r *Receiver) identify(id ID, in *incoming, body []byte) error {
 	return nil
 }
 
-func (r *Receiver) data(id ID, in *incoming, c Chunk) (func(), error) {
-	if _, dup := in.parts[c.Index]; dup {
-		return nil, nil
+// store buffers one data chunk. Before chunk 0 the transfer cannot be
+// judged, so what is buffered is bounded by MaxEarly and is no sign of
+// progress. An empty data chunk carries nothing and is not kept.
+func (r *Receiver) store(in *incoming, c Chunk) error {
+	if _, dup := in.parts[c.Index]; dup || len(c.Body) == 0 {
+		return nil
 	}
 	if !in.identified {
 		max := r.MaxEarly
@@ -186,14 +196,18 @@ func (r *Receiver) data(id ID, in *incoming, c Chunk) (func(), error) {
 		}
 		if in.have+uint64(len(c.Body)) > uint64(max) {
 			r.Dropped += len(c.Body)
-			return nil, nil // judged when chunk 0 arrives; the sender retries
+			return nil // judged when chunk 0 arrives; the sender retries
 		}
 	}
 	in.parts[c.Index] = slices.Clone(c.Body)
 	in.have += uint64(len(c.Body))
-	if !in.identified {
-		return nil, nil
-	}
+	return nil
+}
+
+// settle runs once an identified transfer's chunk arrived: it refuses more
+// bytes than declared, signals progress (a data transfer only), and, when
+// every byte is there, assembles the transfer and returns its delivery.
+func (r *Receiver) settle(in *incoming) (func(), error) {
 	if in.have > in.header.Total {
 		return nil, ErrOverDeclared
 	}
@@ -213,8 +227,8 @@ func (r *Receiver) data(id ID, in *incoming, c Chunk) (func(), error) {
 		}
 		data = append(data, part...)
 	}
-	delete(r.rx, id)
 	h, p := in.header, in.purpose
+	*in = incoming{done: true, last: in.last}
 	return func() {
 		if progress != nil {
 			progress()
