@@ -241,16 +241,21 @@ func (l *Link) Commit(ctx context.Context, doc string, before []byte) error {
 
 // Fetch asks the peer for the attachment with this hash; the bytes land in
 // the blob store, never as a received file.
+//
+// The peer's entries are checked first and the request recorded after: a
+// fetch refused because the peer lacks entry 3 leaves no request behind,
+// so nothing it records can admit bytes for that hash.
 func (l *Link) Fetch(ctx context.Context, hash string) error {
+	ask := frame.Frame{V: l.space.Engine.Encoding().V, Kind: frame.KindNeedBlob, Hash: hash}
+	if err := frame.Gate(l.opts.Caps, ask, l.space.Engine.Encoding().Entry, false); err != nil {
+		return err
+	}
 	f, err := l.fetcher.Fetch(hash)
 	if err != nil || f == nil {
 		return err
 	}
 	w, err := frame.Marshal(*f)
 	if err != nil {
-		return err
-	}
-	if err := frame.Gate(l.opts.Caps, *f, l.space.Engine.Encoding().Entry, false); err != nil {
 		return err
 	}
 	return l.conn.Send(ctx, append([]byte{TagFrame}, w...))
