@@ -6,7 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Dir is the on-disk [Ledger]. Its layout under the directory it was
@@ -52,6 +55,10 @@ func OpenDir(path string) (*Dir, error) {
 		if err := os.Rename(d.file("inflight", e.Name()), d.file("quarantined", e.Name())); err != nil {
 			return nil, fmt.Errorf("datasync/quarantine: %w", err)
 		}
+		// The file's time is when it was quarantined: the oldest is
+		// dropped first once the list is full.
+		now := time.Now()
+		_ = os.Chtimes(d.file("quarantined", e.Name()), now, now)
 	}
 	if len(left) > 0 {
 		if err := syncDir(filepath.Join(path, "quarantined")); err != nil {
@@ -65,12 +72,49 @@ func OpenDir(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("datasync/quarantine: %w", err)
 	}
-	for _, e := range held {
-		if checkDigest(e.Name()) == nil {
-			d.quarantined[e.Name()] = readDoc(d.file("quarantined", e.Name()))
-		}
+	if err := d.bound(held); err != nil {
+		return nil, err
 	}
 	return d, nil
+}
+
+// bound loads the quarantined records in held, dropping the oldest past
+// MaxQuarantined (files and all).
+func (d *Dir) bound(held []os.DirEntry) error {
+	type rec struct {
+		digest string
+		at     time.Time
+	}
+	var recs []rec
+	for _, e := range held {
+		if checkDigest(e.Name()) != nil {
+			continue
+		}
+		var at time.Time
+		if fi, err := e.Info(); err == nil {
+			at = fi.ModTime()
+		}
+		recs = append(recs, rec{e.Name(), at})
+	}
+	slices.SortFunc(recs, func(a, b rec) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c // newest first
+		}
+		return strings.Compare(a.digest, b.digest)
+	})
+	for i, r := range recs {
+		if i < MaxQuarantined {
+			d.quarantined[r.digest] = readDoc(d.file("quarantined", r.digest))
+			continue
+		}
+		if err := os.Remove(d.file("quarantined", r.digest)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("datasync/quarantine: %w", err)
+		}
+	}
+	if len(recs) > MaxQuarantined {
+		return syncDir(filepath.Join(d.path, "quarantined"))
+	}
+	return nil
 }
 
 func (d *Dir) file(sub, digest string) string { return filepath.Join(d.path, sub, digest) }

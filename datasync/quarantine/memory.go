@@ -15,6 +15,7 @@ type Memory struct {
 	mu          sync.Mutex
 	inflight    map[string]*flight
 	quarantined map[string]string // digest -> doc
+	order       []string          // quarantined digests, oldest first
 }
 
 type flight struct {
@@ -68,6 +69,7 @@ func (m *Memory) Release(digest string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.quarantined, digest)
+	m.order = slices.DeleteFunc(m.order, func(d string) bool { return d == digest })
 	return nil
 }
 
@@ -86,10 +88,17 @@ func (m *Memory) Restart() {
 	if m.quarantined == nil {
 		m.quarantined = map[string]string{}
 	}
-	for d, f := range m.inflight {
-		m.quarantined[d] = f.doc
+	for _, d := range slices.Sorted(maps.Keys(m.inflight)) {
+		if _, q := m.quarantined[d]; !q {
+			m.order = append(m.order, d)
+		}
+		m.quarantined[d] = m.inflight[d].doc
 	}
 	m.inflight = nil
+	for len(m.order) > MaxQuarantined {
+		delete(m.quarantined, m.order[0])
+		m.order = m.order[1:]
+	}
 }
 
 func entries(q map[string]string) []Entry {

@@ -30,6 +30,12 @@ var ErrQuarantined = errors.New("datasync/quarantine: blob quarantined: it was b
 // ErrDigest means a digest is not 32 lowercase hex characters.
 var ErrDigest = errors.New("datasync/quarantine: digest is not 32 lowercase hex")
 
+// MaxQuarantined bounds the quarantine list. When a crash would quarantine
+// one more, the oldest quarantined digest is dropped (its blob is handed to
+// the engine again the next time it arrives, and is quarantined again if it
+// crashes again). docs/decisions/datasync-quarantine.md.
+const MaxQuarantined = 16
+
 // Entry is a quarantined blob: its digest and the document it was for.
 type Entry struct {
 	Digest string
