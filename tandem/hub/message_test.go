@@ -198,3 +198,21 @@ func FuzzParseMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestOddMessagesOneReading: hub.ParseMessage (the IMAP reader, and the
+// JMAP reader's raw fallback) reads the one-reading corpus as it says.
+func TestOddMessagesOneReading(t *testing.T) {
+	for _, o := range hubtest.OddMessages(true) {
+		m, err := hub.ParseMessage(o.Raw)
+		switch {
+		case o.Want != nil:
+			if !errors.Is(err, o.Want) {
+				t.Errorf("%s: %v, want %v", o.Name, err, o.Want)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", o.Name, err)
+		case m.Channel != o.Channel || !bytes.Equal(m.Envelope, o.Envelope):
+			t.Errorf("%s: channel %q, envelope %d bytes; want %q, %d bytes", o.Name, m.Channel, len(m.Envelope), o.Channel, len(o.Envelope))
+		}
+	}
+}

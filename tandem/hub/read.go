@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/quotedprintable"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/ianaindex"
@@ -48,17 +49,22 @@ func CheckEnvelope(env []byte) error {
 // trimmed of surrounding white space.
 type Header map[string][]string
 
-// Get returns the first value of the named field, or "" if it is absent.
+// Get returns the last value of the named field, or "" if it is absent.
+// The last, because that is what a JMAP server reports for header:Name
+// (RFC 8621 §4.1.3): both bindings read a repeated Tandem-Channel or
+// Tandem-Version alike (docs/decisions/tandem-hub-one-reading.md).
 func (h Header) Get(name string) string {
 	if v := h[strings.ToLower(name)]; len(v) > 0 {
-		return v[0]
+		return v[len(v)-1]
 	}
 	return ""
 }
 
 // ParseHeader parses a header block (up to the first empty line, which may
-// be absent). Lines may end in CRLF or a bare LF. A line that is neither a
-// field nor a continuation is an error wrapping [ErrNotEnvelope].
+// be absent). Lines may end in CRLF or a bare LF. White space between a
+// field name and its colon is allowed (the obsolete syntax of RFC 5322
+// §4.5.3, which servers accept). A line that is neither a field nor a
+// continuation is an error wrapping [ErrNotEnvelope].
 func ParseHeader(block []byte) (Header, error) {
 	h := make(Header, 8)
 	var name string
@@ -93,10 +99,11 @@ func ParseHeader(block []byte) (Header, error) {
 		}
 		flush()
 		i := bytes.IndexByte(line, ':')
-		if i <= 0 || bytes.ContainsAny(line[:i], " \t") {
+		field := bytes.TrimRight(line[:max(i, 0)], " \t")
+		if i <= 0 || len(field) == 0 || bytes.ContainsAny(field, " \t") {
 			return nil, fmt.Errorf("%w: malformed header line %q", ErrNotEnvelope, truncate(line))
 		}
-		name = lowerName(line[:i])
+		name = lowerName(field)
 		val = line[i+1:]
 	}
 	flush()
@@ -138,16 +145,63 @@ func SplitMessage(raw []byte) (header, body []byte) {
 	return raw, nil
 }
 
-// CheckVersion checks the Tandem-Version header (§15).
+// CheckVersion checks the Tandem-Version header (§15); of several, the
+// last counts (see [Header.Get]).
 func CheckVersion(h Header) error {
-	v, ok := h[strings.ToLower(HeaderVersion)]
-	if !ok {
+	if _, ok := h[strings.ToLower(HeaderVersion)]; !ok {
 		return fmt.Errorf("%w: no %s header", ErrUnknownVersion, HeaderVersion)
 	}
-	if v[0] != Version {
-		return fmt.Errorf("%w: %s %q", ErrUnknownVersion, HeaderVersion, v[0])
+	if v := h.Get(HeaderVersion); v != Version {
+		return fmt.Errorf("%w: %s %q", ErrUnknownVersion, HeaderVersion, v)
 	}
 	return nil
+}
+
+// CheckBodyHeader applies the rules both bindings share to the header
+// fields that say how the body is stored (§10.4,
+// docs/decisions/tandem-hub-one-reading.md): at most one Content-Type and
+// one Content-Transfer-Encoding; a Content-Type, when present, of
+// text/plain (a multipart or message body, or any other type, is not an
+// envelope: a JMAP server would pick a part of it, an IMAP reader sees the
+// whole) with a charset this package decodes. Failures wrap
+// [ErrNotEnvelope].
+func CheckBodyHeader(h Header) error {
+	for _, name := range []string{"content-type", "content-transfer-encoding"} {
+		if len(h[name]) > 1 {
+			return fmt.Errorf("%w: %d %s fields", ErrNotEnvelope, len(h[name]), name)
+		}
+	}
+	return CheckContentType(h.Get("Content-Type"))
+}
+
+// CheckContentType checks one Content-Type value as [CheckBodyHeader] does;
+// "" (absent) means text/plain; charset=us-ascii (RFC 2045 §5.2).
+func CheckContentType(ct string) error {
+	if ct == "" || ct == builtContentType {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return fmt.Errorf("%w: Content-Type %q: %v", ErrNotEnvelope, truncate([]byte(ct)), err)
+	}
+	if mt != "text/plain" {
+		return fmt.Errorf("%w: Content-Type %s", ErrNotEnvelope, mt)
+	}
+	if cs := params["charset"]; cs != "" && !KnownCharset(cs) {
+		return fmt.Errorf("%w: unknown charset %q", ErrNotEnvelope, cs)
+	}
+	return nil
+}
+
+// KnownCharset reports whether the §10.4 reader decodes charset: the
+// names it handles itself and every IANA charset golang.org/x/text knows.
+func KnownCharset(charset string) bool {
+	switch strings.ToLower(charset) {
+	case "us-ascii", "utf-8", "utf8", "ascii":
+		return true
+	}
+	enc, err := ianaindex.MIME.Encoding(charset)
+	return err == nil && enc != nil
 }
 
 // ParseMessage reads a whole raw message as an IMAP reader does (§10.4):
@@ -168,6 +222,9 @@ func ParseMessage(raw []byte) (Message, error) {
 	ch := h.Get(HeaderChannel)
 	if ch == "" {
 		return Message{}, fmt.Errorf("%w: no %s header", ErrNotEnvelope, HeaderChannel)
+	}
+	if err := CheckBodyHeader(h); err != nil {
+		return Message{}, err
 	}
 	env, err := DecodeBody(h.Get("Content-Type"), h.Get("Content-Transfer-Encoding"), body)
 	if err != nil {
@@ -197,30 +254,52 @@ func DecodeBody(contentType, transferEncoding string, body []byte) ([]byte, erro
 // remove all white space, base64-decode, and check the envelope.
 func DecodeText(text string) ([]byte, error) { return decodeText([]byte(text)) }
 
+// MaxBodyText bounds a body as stored or as decoded text: a longer one is
+// [ErrTooLarge] without decoding (a message under 1 MiB stays under it in
+// any charset and transfer encoding).
+const MaxBodyText = 4 * MaxMessage
+
+// EnvelopeFits reports whether an n-byte envelope makes a message under
+// [MaxMessage] (§10.6) as [Build] writes it. Readers of both bindings
+// apply it to the decoded envelope, so that one limit holds whatever
+// encoding a server stored.
+func EnvelopeFits(n int) bool { return headerSizeBound+BodySize(n) < MaxMessage }
+
 func decodeText(text []byte) ([]byte, error) {
+	if len(text) > MaxBodyText {
+		return nil, fmt.Errorf("%w: %d-byte body", ErrTooLarge, len(text))
+	}
 	// The base64 decoder skips CR and LF itself, which is all the white
 	// space a body normally has; only if that fails is other white space
-	// removed first.
+	// (every Unicode space: U+00A0 from an ISO-8859-1 body too) removed.
 	env := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
 	n, err := base64.StdEncoding.Decode(env, text)
 	if err != nil {
-		clean := make([]byte, 0, len(text))
-		for _, c := range text {
-			switch c {
-			case ' ', '\t', '\v', '\f':
-			default:
-				clean = append(clean, c)
-			}
-		}
-		if n, err = base64.StdEncoding.Decode(env, clean); err != nil {
+		if n, err = base64.StdEncoding.Decode(env, removeSpace(text)); err != nil {
 			return nil, fmt.Errorf("%w: body is not base64: %v", ErrNotEnvelope, err)
 		}
 	}
 	env = env[:n]
+	if !EnvelopeFits(len(env)) {
+		return nil, fmt.Errorf("%w: %d-byte envelope (§10.6)", ErrTooLarge, len(env))
+	}
 	if err := CheckEnvelope(env); err != nil {
 		return nil, err
 	}
 	return env, nil
+}
+
+// removeSpace returns UTF-8 text without its white space (unicode.IsSpace).
+func removeSpace(text []byte) []byte {
+	clean := make([]byte, 0, len(text))
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		if !unicode.IsSpace(r) {
+			clean = append(clean, text[i:i+size]...)
+		}
+		i += size
+	}
+	return clean
 }
 
 func undoTransferEncoding(cte string, body []byte) ([]byte, error) {
@@ -267,10 +346,10 @@ const builtContentType = "text/plain; charset=us-ascii"
 func decodeCharset(contentType string, b []byte) ([]byte, error) {
 	charset := "us-ascii"
 	if contentType != "" && contentType != builtContentType {
-		_, params, err := mime.ParseMediaType(contentType)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Content-Type %q: %v", ErrNotEnvelope, contentType, err)
+		if err := CheckContentType(contentType); err != nil {
+			return nil, err
 		}
+		_, params, _ := mime.ParseMediaType(contentType)
 		if c := params["charset"]; c != "" {
 			charset = c
 		}

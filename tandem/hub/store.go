@@ -19,6 +19,14 @@ type ID string
 // message in the folder as added. A Cursor is plain bytes: store it anywhere,
 // and pass it back after a process restart. A Store rejects a cursor it cannot
 // read with an error matching [ErrBadCursor].
+//
+// A cursor carries the identity of what it counts: the server, the account,
+// the folder and its validity (IMAP UIDVALIDITY, the JMAP mailbox id). A
+// cursor that does not match the store it is given to (saved on another
+// account, another server, or before the folder was replaced) is a full
+// resync from nothing: Changes reports [Changes.Reset] and every message
+// in the folder as added, never filtered by what the cursor knew
+// (docs/decisions/tandem-hub-cursor-identity.md).
 type Cursor []byte
 
 // Added is a message that entered the folder: appended, or moved into it.
@@ -39,6 +47,14 @@ type Changes struct {
 	Removed []ID
 	// Cursor is the position after these changes. Pass it to the next call.
 	Cursor Cursor
+	// Reset is set when the cursor given to Changes did not count this
+	// folder (another server, account or folder, or the folder's validity
+	// changed): every id reported before is void. Removed then lists every
+	// id the old cursor knew and must be applied before Added, which lists
+	// every message in the folder; an id may be in both (ids of two
+	// accounts can be equal). A caller that keeps ids should drop them all
+	// on Reset.
+	Reset bool
 }
 
 // Body is one fetched message.
@@ -114,9 +130,48 @@ var (
 	ErrBadCursor = errors.New("hub: unreadable cursor")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("hub: store closed")
-	// ErrProtocol is matched by every [ProtocolError].
+	// ErrAuth means the server refused the credential (an IMAP NO to LOGIN,
+	// a JMAP 401 or 403): stop syncing and ask the user to reconnect (§13.3).
+	ErrAuth = errors.New("hub: credential rejected")
+	// ErrProtocol is matched by every [ProtocolError]: a server the
+	// binding cannot work with. Retrying the same call is unlikely to help.
 	ErrProtocol = errors.New("hub: bad server answer")
+	// ErrUnavailable is matched by every [UnavailableError]: the network
+	// or the server failed (refused, cut, silent past a deadline, a 5xx
+	// answer). Retrying later may succeed; nothing was lost.
+	ErrUnavailable = errors.New("hub: server unavailable")
+	// ErrNoFolder means the Tandem folder is missing and could not be
+	// made, or Watch's folder was deleted under it (the caller watches
+	// again, which makes the folder anew). Changes, Append and Fetch do
+	// not return it for a folder another client deleted: both bindings
+	// make the folder again and carry on (Changes reports Reset), so
+	// devices converge on one folder.
+	ErrNoFolder = errors.New("hub: no Tandem folder")
 )
+
+// UnavailableError is a network or server failure worth retrying later:
+// the connection was refused, cut or went silent past a deadline, or the
+// server answered that it is unavailable. Err is the underlying error (a
+// net.Error, io.EOF, an HTTP status, ...).
+type UnavailableError struct {
+	Op  string // the operation, e.g. "changes", "watch"
+	Err error
+}
+
+// Error implements error.
+func (e *UnavailableError) Error() string {
+	s := fmt.Sprintf("hub: %s: server unavailable", e.Op)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrUnavailable].
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // ProtocolError is a server answer a binding cannot use: a malformed or
 // truncated response, a missing capability, an unexpected status. A

@@ -29,6 +29,14 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	var se *statusError
 	switch {
 	case err == nil:
+	case errors.As(err, &se) && se.status == "NO" && se.hasCode("TRYCREATE"):
+		// The folder is gone (another client deleted it): make it again
+		// and append once more; a NO stored nothing (RFC 9051 §6.3.12).
+		if err := c.ensureFolder(ctx, s.mailbox); err != nil {
+			return "", fmt.Errorf("imaphub: append: %w: %w", hub.ErrNoFolder, err)
+		}
+		id, _, err = c.append(ctx, s.mailbox, msg)
+		return id, err
 	case errors.As(err, &se) && se.status == "NO" && c.selected:
 		// A NO stores nothing (RFC 9051 §6.3.12). Dovecot refuses appends
 		// on a connection whose selected folder was deleted and created
@@ -77,9 +85,7 @@ func (c *conn) append(ctx context.Context, mailbox string, msg []byte) (id hub.I
 			return "", false, &statusError{cmd: op, status: r.status, code: r.code, text: r.text}
 		}
 		if r.tag == "*" && r.status == "BYE" {
-			c.fail(op, errors.New("server said BYE"))
-			c.gone = true
-			return "", false, &hub.ProtocolError{Op: op, Msg: "the server ended the session (BYE): " + r.text}
+			return "", false, c.bye(op, r)
 		}
 		if r.tag != "*" {
 			return "", false, c.fail(op, fmt.Errorf("response for unknown tag %q", r.tag))
@@ -137,6 +143,9 @@ func (s *Store) Destroy(ctx context.Context, ids []hub.ID) error {
 	defer s.mu.Unlock()
 	return s.run(ctx, func(c *conn) error {
 		sel, err := c.selectFolder(ctx, s.mailbox, nil)
+		if isNoFolder(err) {
+			return nil // no folder: nothing left to destroy
+		}
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ func TestBadAnswersKeepCursor(t *testing.T) {
 		hangUp  bool
 		want    string // in the error text
 	}{
-		{"truncated literal", "UID FETCH", "* 1 FETCH (UID 3 BODY[HEADER.FIELDS (X)] {500}\r\nTandem-Channel: abc", true, "ended early"},
+		{"truncated literal", "UID FETCH", "* 1 FETCH (UID 3 BODY[HEADER.FIELDS (X)] {500}\r\nTandem-Channel: abc", true, "unavailable"},
 		{"connection closed", "SELECT", "", true, "select"},
 		{"tagged BAD", "SELECT", "%TAG% BAD no idea\r\n", false, "BAD"},
 		{"unterminated list", "UID FETCH", "* 1 FETCH (UID 3\r\n%TAG% OK\r\n", false, "malformed"},
@@ -112,6 +112,9 @@ func TestBadAnswersKeepCursor(t *testing.T) {
 	}
 }
 
+// TestProtocolErrorsAreTyped: an answer cut short by the connection
+// ending is hub.ErrUnavailable (retry), a malformed one hub.ErrProtocol
+// (stop); neither matches the other.
 func TestProtocolErrorsAreTyped(t *testing.T) {
 	f := newFake(t)
 	f.add(built(t, hubtest.Channel(1), hubtest.Envelope(70)))
@@ -123,9 +126,20 @@ func TestProtocolErrorsAreTyped(t *testing.T) {
 		return "", false, false
 	})
 	_, err := s.Changes(ctx5(t), nil)
+	var ue *hub.UnavailableError
+	if !errors.As(err, &ue) || errors.Is(err, hub.ErrProtocol) || ue.Op != "changes" {
+		t.Fatalf("truncated literal: %v (%T), want a *hub.UnavailableError for changes", err, err)
+	}
+	f.setHook(func(line string) (string, bool, bool) {
+		if strings.HasPrefix(line, "UID FETCH") {
+			return "* 1 FETCH (UID 1\r\n%TAG% OK\r\n", false, true
+		}
+		return "", false, false
+	})
+	_, err = s.Changes(ctx5(t), nil)
 	var pe *hub.ProtocolError
-	if !errors.As(err, &pe) || !errors.Is(err, hub.ErrProtocol) || pe.Op != "changes" {
-		t.Fatalf("truncated literal: %v (%T), want a *hub.ProtocolError for changes", err, err)
+	if !errors.As(err, &pe) || errors.Is(err, hub.ErrUnavailable) || pe.Op != "changes" {
+		t.Fatalf("malformed answer: %v (%T), want a *hub.ProtocolError for changes", err, err)
 	}
 }
 
@@ -244,7 +258,7 @@ func TestQRESYNCLongKnownSet(t *testing.T) {
 	for uid := uint32(1); uid < 10000; uid += 2 {
 		odd = append(odd, uid)
 	}
-	cur := cursor{uidValidity: 7, modSeq: 5, lastUID: 10000, known: setOf(odd)}
+	cur := cursor{identity: s.identity, uidValidity: 7, modSeq: 5, lastUID: 10000, known: setOf(odd)}
 	c, err := s.Changes(ctx5(t), cur.encode())
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package imaphub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -19,7 +20,53 @@ type selection struct {
 	uidValidity uint32
 	modSeq      uint64 // HIGHESTMODSEQ; 0 when absent or NOMODSEQ
 	exists      uint32
+	uidNext     uint32
+	mailboxID   string // MAILBOXID (RFC 8474 OBJECTID); "" when not offered
 	vanished    uidSet // VANISHED (EARLIER), with QRESYNC
+}
+
+// sameState reports whether two SELECTs saw the folder unchanged.
+func (s selection) sameState(o selection) bool {
+	return s.uidValidity == o.uidValidity && s.modSeq == o.modSeq && s.exists == o.exists &&
+		s.uidNext == o.uidNext && s.mailboxID == o.mailboxID
+}
+
+// absorb takes one untagged response of a SELECT answer into s.
+func (s *selection) absorb(r *response) error {
+	switch {
+	case r.status == "OK" && r.code != "":
+		name, arg, _ := strings.Cut(r.code, " ")
+		switch strings.ToUpper(name) {
+		case "UIDVALIDITY":
+			v, err := strconv.ParseUint(arg, 10, 32)
+			if err != nil || v == 0 {
+				return &hub.ProtocolError{Op: "select", Msg: "bad UIDVALIDITY " + strconv.Quote(arg)}
+			}
+			s.uidValidity = uint32(v)
+		case "UIDNEXT":
+			v, _ := strconv.ParseUint(arg, 10, 32)
+			s.uidNext = uint32(v)
+		case "HIGHESTMODSEQ":
+			v, err := strconv.ParseUint(arg, 10, 64)
+			if err != nil {
+				return &hub.ProtocolError{Op: "select", Msg: "bad HIGHESTMODSEQ " + strconv.Quote(arg)}
+			}
+			s.modSeq = v
+		case "NOMODSEQ":
+			s.modSeq = 0
+		case "MAILBOXID":
+			s.mailboxID = strings.Trim(arg, "() ")
+		}
+	case r.name == "EXISTS" && r.hasNum:
+		s.exists = r.num
+	case r.name == "VANISHED":
+		set, err := parseVanished(r)
+		if err != nil {
+			return err
+		}
+		s.vanished = append(s.vanished, set...)
+	}
+	return nil
 }
 
 // selectFolder selects mailbox. With qr set (QRESYNC enabled and a cursor
@@ -39,37 +86,7 @@ func (c *conn) selectFolder(ctx context.Context, mailbox string, qr *cursor) (se
 		line += "))"
 	}
 	c.selValidity = 0 // a failed SELECT leaves no mailbox selected (RFC 9051 §6.3.2)
-	err := c.cmd(ctx, "select", line, func(r *response) error {
-		switch {
-		case r.status == "OK" && r.code != "":
-			name, arg, _ := strings.Cut(r.code, " ")
-			switch strings.ToUpper(name) {
-			case "UIDVALIDITY":
-				v, err := strconv.ParseUint(arg, 10, 32)
-				if err != nil || v == 0 {
-					return &hub.ProtocolError{Op: "select", Msg: "bad UIDVALIDITY " + strconv.Quote(arg)}
-				}
-				sel.uidValidity = uint32(v)
-			case "HIGHESTMODSEQ":
-				v, err := strconv.ParseUint(arg, 10, 64)
-				if err != nil {
-					return &hub.ProtocolError{Op: "select", Msg: "bad HIGHESTMODSEQ " + strconv.Quote(arg)}
-				}
-				sel.modSeq = v
-			case "NOMODSEQ":
-				sel.modSeq = 0
-			}
-		case r.name == "EXISTS" && r.hasNum:
-			sel.exists = r.num
-		case r.name == "VANISHED":
-			set, err := parseVanished(r)
-			if err != nil {
-				return err
-			}
-			sel.vanished = append(sel.vanished, set...)
-		}
-		return nil
-	})
+	err := c.cmd(ctx, "select", line, sel.absorb)
 	if err != nil {
 		return sel, err
 	}
@@ -127,9 +144,12 @@ func parseVanished(r *response) (uidSet, error) {
 
 // Changes implements hub.Store (§10.3): removals by VANISHED (EARLIER) with
 // QRESYNC or by comparing UID SEARCH ALL with the cursor's UIDs, additions
-// by UID FETCH <last+1>:*. A UIDVALIDITY change is a full resync: every
-// known id is removed and every message added. Nothing is kept between
-// calls except in the returned cursor, so an error loses nothing.
+// by UID FETCH <last+1>:*. A cursor of another server, user or folder, or
+// of another UIDVALIDITY or MAILBOXID, is a full resync from nothing
+// (hub.Changes.Reset). A folder another client deleted is made again
+// (§10.3 ensureFolder), and the result is a Reset too, as JMAP's is.
+// Nothing is kept between calls except in the returned cursor, so an error
+// loses nothing.
 func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, error) {
 	var cur cursor
 	if since != nil {
@@ -143,15 +163,34 @@ func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 	var out hub.Changes
 	err := s.run(ctx, func(c *conn) error {
 		var err error
-		out, err = c.changes(ctx, s.mailbox, since, cur, &s.headers)
+		out, err = c.changes(ctx, s.mailbox, s.identity, since, cur, &s.headers)
+		if !isNoFolder(err) {
+			return err
+		}
+		// Deleted by another client: make it again, as EnsureFolder does.
+		if err := c.ensureFolder(ctx, s.mailbox); err != nil {
+			return fmt.Errorf("imaphub: changes: %w: %w", hub.ErrNoFolder, err)
+		}
+		out, err = c.changes(ctx, s.mailbox, s.identity, since, cur, &s.headers)
+		if isNoFolder(err) {
+			return fmt.Errorf("imaphub: changes: %w: %w", hub.ErrNoFolder, err)
+		}
 		return err
 	})
 	return out, err
 }
 
-func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cur cursor, hc *headerCache) (hub.Changes, error) {
+// isNoFolder reports whether err is a NO to SELECT: the folder is not
+// there (RFC 9051 §6.3.2), or not selectable by this user.
+func isNoFolder(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.cmd == "select" && se.status == "NO"
+}
+
+func (c *conn) changes(ctx context.Context, mailbox string, identity [16]byte, since hub.Cursor, cur cursor, hc *headerCache) (hub.Changes, error) {
+	foreign := since != nil && cur.identity != identity
 	var qr *cursor
-	if since != nil && c.qresync && cur.modSeq > 0 {
+	if since != nil && !foreign && c.qresync && cur.modSeq > 0 {
 		qr = &cur
 	}
 	sel, err := c.selectFolder(ctx, mailbox, qr)
@@ -160,11 +199,14 @@ func (c *conn) changes(ctx context.Context, mailbox string, since hub.Cursor, cu
 	}
 	hc.reset(sel.uidValidity)
 	var out hub.Changes
-	next := cursor{uidValidity: sel.uidValidity, modSeq: sel.modSeq}
+	next := cursor{identity: identity, mailboxID: sel.mailboxID, uidValidity: sel.uidValidity, modSeq: sel.modSeq}
 	known, last := cur.known, cur.lastUID
 	switch {
 	case since == nil:
-	case cur.uidValidity != sel.uidValidity: // full resync
+	case foreign || cur.mailboxID != sel.mailboxID || cur.uidValidity != sel.uidValidity:
+		// Not this folder's cursor: a full resync from nothing, never a
+		// filter on what is reported (docs/decisions/tandem-hub-cursor-identity.md).
+		out.Reset = true
 		for _, uid := range known.uids() {
 			out.Removed = append(out.Removed, makeID(cur.uidValidity, uid))
 		}

@@ -3,6 +3,7 @@ package imaphub
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
@@ -20,7 +20,8 @@ import (
 // use; Store serializes its use. After any error that leaves the stream in
 // an unknown state the conn is broken and must be closed.
 type conn struct {
-	nc       net.Conn
+	nc       net.Conn     // tc, or TLS over tc
+	tc       *timeoutConn // the TCP connection, with per-I/O deadlines
 	rd       reader
 	w        *bufio.Writer
 	tagN     int
@@ -53,8 +54,17 @@ func (e *statusError) Error() string {
 
 // Is makes a BAD (the server calls the command malformed) match
 // hub.ErrProtocol; a NO is a refusal, not a protocol error.
+//
+// A NO to LOGIN or AUTHENTICATE matches hub.ErrAuth: the server refused the
+// credential (§13.3).
 func (e *statusError) Is(target error) bool {
-	return target == hub.ErrProtocol && e.status == "BAD"
+	switch target {
+	case hub.ErrProtocol:
+		return e.status == "BAD"
+	case hub.ErrAuth:
+		return e.cmd == "login" && e.status == "NO"
+	}
+	return false
 }
 
 // hasCode reports whether the response code starts with name.
@@ -62,18 +72,59 @@ func (e *statusError) hasCode(name string) bool {
 	return strings.EqualFold(e.code, name) || strings.HasPrefix(strings.ToUpper(e.code), name+" ")
 }
 
-// dial connects, reads the greeting, logs in and reads the capabilities.
+// dial connects, reads the greeting, upgrades to TLS as cfg says, logs in
+// and reads the capabilities. A failure to reach the server is a
+// *hub.UnavailableError; a certificate that does not verify is not (it is
+// no blip: retrying will not help).
 func dial(ctx context.Context, cfg *Config) (*conn, error) {
-	nc, err := cfg.dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("imaphub: connect %s: %w", cfg.Addr, err)
+	if err := cfg.checkPlaintext(); err != nil {
+		return nil, err
 	}
-	c := &conn{nc: nc, rd: reader{r: bufio.NewReaderSize(nc, 64<<10)}, w: bufio.NewWriterSize(nc, 64<<10)}
+	raw, err := cfg.dialTCP(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("imaphub: connect %s: %w", cfg.Addr, ctx.Err())
+		}
+		return nil, &hub.UnavailableError{Op: "connect " + cfg.Addr, Err: err}
+	}
+	c := &conn{tc: newTimeoutConn(raw, cfg.replyTimeout())}
+	c.use(c.tc)
+	if cfg.security() == ImplicitTLS {
+		if err := c.handshake(ctx, cfg); err != nil {
+			raw.Close()
+			return nil, err
+		}
+	}
 	if err := c.setup(ctx, cfg); err != nil {
-		nc.Close()
+		raw.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// use makes nc the connection commands are read from and written to.
+func (c *conn) use(nc net.Conn) {
+	c.nc = nc
+	c.rd = reader{r: bufio.NewReaderSize(nc, 64<<10)}
+	c.w = bufio.NewWriterSize(nc, 64<<10)
+}
+
+// handshake runs the TLS handshake over c.tc.
+func (c *conn) handshake(ctx context.Context, cfg *Config) error {
+	tc := tls.Client(c.tc, cfg.tlsConfig())
+	if err := tc.HandshakeContext(ctx); err != nil {
+		var cv *tls.CertificateVerificationError
+		var rec tls.RecordHeaderError
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("imaphub: TLS with %s: %w", cfg.Addr, ctx.Err())
+		case errors.As(err, &cv), errors.As(err, &rec):
+			return fmt.Errorf("imaphub: TLS with %s: the server's certificate is not valid for it (%w)", cfg.Addr, err)
+		}
+		return &hub.UnavailableError{Op: "TLS with " + cfg.Addr, Err: err}
+	}
+	c.use(tc)
+	return nil
 }
 
 func (c *conn) setup(ctx context.Context, cfg *Config) error {
@@ -86,7 +137,16 @@ func (c *conn) setup(ctx context.Context, cfg *Config) error {
 	if greet.tag != "*" || (greet.status != "OK" && greet.status != "PREAUTH") {
 		return c.fail("greeting", fmt.Errorf("unexpected greeting %s %s", greet.status, greet.text))
 	}
-	if greet.status == "OK" {
+	if cfg.security() == StartTLS {
+		if greet.status == "PREAUTH" {
+			return &hub.ProtocolError{Op: "starttls", Msg: "the server sent PREAUTH: STARTTLS is impossible on this connection"}
+		}
+		if err := c.startTLS(ctx, cfg, greet); err != nil {
+			return err
+		}
+		greet = nil // capabilities must be asked again (RFC 9051 §6.2.1)
+	}
+	if greet == nil || greet.status == "OK" {
 		if err := c.login(ctx, cfg, greet); err != nil {
 			return err
 		}
@@ -96,7 +156,7 @@ func (c *conn) setup(ctx context.Context, cfg *Config) error {
 	}
 	for _, need := range []string{"UIDPLUS", "IDLE"} { // required, §10.3
 		if !c.caps[need] {
-			return &hub.ProtocolError{Op: "login", Msg: "server lacks the required extension " + need}
+			return &hub.ProtocolError{Op: "login", Msg: "server lacks the required extension " + need + " (§10.3): this server cannot be a Tandem hub"}
 		}
 	}
 	if c.caps["QRESYNC"] && !cfg.DisableQRESYNC {
@@ -117,16 +177,46 @@ func (c *conn) setup(ctx context.Context, cfg *Config) error {
 	return nil
 }
 
+// startTLS runs STARTTLS (which the server must offer) and the handshake.
+func (c *conn) startTLS(ctx context.Context, cfg *Config, greet *response) error {
+	if err := c.greetingCaps(ctx, greet); err != nil {
+		return err
+	}
+	if !c.caps["STARTTLS"] {
+		return &hub.ProtocolError{Op: "starttls", Msg: "the server does not offer STARTTLS (use implicit TLS on port 993)"}
+	}
+	if err := c.cmd(ctx, "starttls", "STARTTLS", nil); err != nil {
+		return err
+	}
+	if c.rd.r.Buffered() > 0 || len(c.rd.seg) > 0 {
+		// Bytes after the OK, before the handshake, were injected by
+		// someone on the path (RFC 9051 §6.2.1 says to discard them;
+		// refusing is safer).
+		return &hub.ProtocolError{Op: "starttls", Msg: "data after the STARTTLS answer"}
+	}
+	return c.handshake(ctx, cfg)
+}
+
+// greetingCaps reads the capabilities from the greeting's CAPABILITY code,
+// or with a CAPABILITY command.
+func (c *conn) greetingCaps(ctx context.Context, greet *response) error {
+	c.caps = map[string]bool{}
+	if greet != nil {
+		if name, list, ok := strings.Cut(greet.code, " "); ok && strings.EqualFold(name, "CAPABILITY") {
+			for _, capa := range strings.Fields(list) {
+				c.caps[strings.ToUpper(capa)] = true
+			}
+			return nil
+		}
+	}
+	return c.capability(ctx)
+}
+
 // login authenticates (§10.3): LOGIN, or AUTHENTICATE PLAIN (RFC 4616)
 // where the server has disabled LOGIN. The capabilities come from the
 // greeting's CAPABILITY code, or from a CAPABILITY command.
 func (c *conn) login(ctx context.Context, cfg *Config, greet *response) error {
-	c.caps = map[string]bool{}
-	if name, list, ok := strings.Cut(greet.code, " "); ok && strings.EqualFold(name, "CAPABILITY") {
-		for _, capa := range strings.Fields(list) {
-			c.caps[strings.ToUpper(capa)] = true
-		}
-	} else if err := c.capability(ctx); err != nil {
+	if err := c.greetingCaps(ctx, greet); err != nil {
 		return err
 	}
 	if !c.caps["LOGINDISABLED"] {
@@ -177,28 +267,38 @@ func (c *conn) capability(ctx context.Context) error {
 func (c *conn) watchContext(ctx context.Context) (stop func()) {
 	// Only the AfterFunc sets a deadline: it runs after ctx.Err() is set,
 	// so an interrupted read can tell a cancelled context from a timeout.
-	c.nc.SetDeadline(time.Time{})
-	cancel := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	c.tc.resume()
+	cancel := context.AfterFunc(ctx, c.tc.interrupt)
 	return func() { cancel() }
 }
 
-// fail marks the conn broken and returns a clear error for op.
+// fail marks the conn broken and returns a clear error for op: a
+// *hub.UnavailableError when the connection itself failed (closed, reset,
+// cut in the middle of an answer, silent past the reply timeout), a
+// *hub.ProtocolError when the server sent something this package cannot
+// read.
 func (c *conn) fail(op string, err error) error {
 	if c.broken == nil {
 		c.broken = err
 	}
-	if errors.Is(err, errTruncated) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		c.gone = true
-	}
-	var ne net.Error
-	switch {
-	case errors.Is(err, errTruncated):
-		return &hub.ProtocolError{Op: op, Msg: "the server's answer ended early", Err: err}
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		return fmt.Errorf("imaphub: %s: %w", op, err)
+	if isNetFailure(err) {
+		var ne net.Error
+		// gone: the server closed it (worth one retry on a fresh
+		// connection); a timeout or an interrupt is not that.
+		c.gone = !(errors.As(err, &ne) && ne.Timeout())
+		return &hub.UnavailableError{Op: op, Err: err}
 	}
 	return &hub.ProtocolError{Op: op, Msg: "malformed response", Err: err}
+}
+
+// isNetFailure reports whether err is the connection failing rather than
+// a bad answer: the stream ended (errTruncated: an answer cut short), a
+// reset or closed socket, a timeout.
+func isNetFailure(err error) bool {
+	var ne net.Error
+	return errors.Is(err, errTruncated) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.As(err, &ne)
 }
 
 // ioFail is fail for an I/O error, which may have been caused by ctx
@@ -255,9 +355,7 @@ func (c *conn) complete(ctx context.Context, op, tag string, handle func(*respon
 			}
 			return nil
 		case r.tag == "*" && r.status == "BYE":
-			c.fail(op, errors.New("server said BYE"))
-			c.gone = true
-			return &hub.ProtocolError{Op: op, Msg: "the server ended the session (BYE): " + r.text}
+			return c.bye(op, r)
 		case r.tag == "*":
 			if handle != nil && herr == nil {
 				herr = handle(r)
@@ -270,9 +368,22 @@ func (c *conn) complete(ctx context.Context, op, tag string, handle func(*respon
 	}
 }
 
+// bye handles an untagged BYE: the server ends the session (shutdown,
+// idle logout, a deleted folder on Dovecot). It is a
+// *hub.UnavailableError: a fresh connection may work.
+func (c *conn) bye(op string, r *response) error {
+	err := fmt.Errorf("%w (BYE %s)", errBye, r.text)
+	c.fail(op, err)
+	c.gone = true
+	return &hub.UnavailableError{Op: op, Err: err}
+}
+
+// errBye is matched by the error of a session the server ended.
+var errBye = errors.New("the server ended the session")
+
 // interrupt makes blocked and future I/O on c fail at once; it may be
 // called from any goroutine.
-func (c *conn) interrupt() { c.nc.SetDeadline(time.Unix(1, 0)) }
+func (c *conn) interrupt() { c.tc.interrupt() }
 
 func (c *conn) close() error {
 	return c.nc.Close()

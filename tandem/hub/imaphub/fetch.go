@@ -15,6 +15,7 @@ type fetched struct {
 	uid      uint32
 	header   []byte // BODY[HEADER.FIELDS (…)]; nil if absent or NIL
 	text     []byte // BODY[TEXT]; nil if absent or NIL
+	hasText  bool   // BODY[TEXT] was in the answer (maybe "": an empty body)
 	tooLarge bool   // a literal was over maxLiteral
 }
 
@@ -148,6 +149,7 @@ func (rd *reader) fetchValue(f *fetched, kind int) (bad, err error) {
 	target := &f.header
 	if kind == itemText {
 		target = &f.text
+		f.hasText = c == '{' || c == '~' || c == '"'
 	}
 	switch c {
 	case '{', '~':
@@ -212,6 +214,9 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 	defer s.mu.Unlock()
 	err := s.run(ctx, func(c *conn) error {
 		v, err := c.reselect(ctx, s.mailbox, uidValidity)
+		if isNoFolder(err) {
+			return nil // the folder is gone, and its messages with it
+		}
 		if err != nil || v != uidValidity {
 			return err // another UIDVALIDITY: a full resync is due, the ids are gone
 		}
@@ -303,7 +308,7 @@ func (c *conn) fetchBodies(ctx context.Context, set uidSet, items string, w *wan
 		if len(idx) == 0 || !set.contains(f.uid) {
 			return nil // unsolicited
 		}
-		if f.header == nil && f.text == nil && !f.tooLarge {
+		if f.header == nil && !f.hasText && !f.tooLarge {
 			return nil // a flag update, not our answer
 		}
 		hi, ok := hc.lookup(uidValidity, f.uid)

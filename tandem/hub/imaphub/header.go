@@ -12,6 +12,7 @@ type headerInfo struct {
 	parseErr    error  // the block is not a header (not an envelope)
 	channel     string // Tandem-Channel, unfolded and trimmed; "" if absent
 	versionErr  error  // hub.CheckVersion's verdict
+	bodyErr     error  // hub.CheckBodyHeader's verdict
 	contentType string
 	encoding    string // Content-Transfer-Encoding
 }
@@ -24,6 +25,7 @@ func parseHeaderInfo(block []byte) headerInfo {
 	return headerInfo{
 		channel:     h.Get(hub.HeaderChannel),
 		versionErr:  hub.CheckVersion(h),
+		bodyErr:     hub.CheckBodyHeader(h),
 		contentType: h.Get("Content-Type"),
 		encoding:    h.Get("Content-Transfer-Encoding"),
 	}
@@ -141,6 +143,10 @@ func decode(f fetched, hi headerInfo) hub.Body {
 	}
 	if b.Channel == "" {
 		b.Err = fmt.Errorf("%w: no %s header", hub.ErrNotEnvelope, hub.HeaderChannel)
+		return b
+	}
+	if hi.bodyErr != nil {
+		b.Err = hi.bodyErr
 		return b
 	}
 	b.Envelope, b.Err = hub.DecodeBody(hi.contentType, hi.encoding, f.text)

@@ -18,42 +18,121 @@ type Config struct {
 	Addr     string // host:port
 	User     string
 	Password string
-	// TLS, when set, wraps the connection in TLS (implicit TLS, port 993).
-	// §10.3 requires TLS with a real provider; the loopback test servers
-	// run without.
+	// Security is how the connection is protected (§10.3: LOGIN over
+	// TLS). The zero value, Plaintext, is for test servers on a loopback
+	// address only; Open refuses it for any other host.
+	Security Security
+	// TLS configures TLS for ImplicitTLS and StartTLS; nil means the
+	// system roots and the host of Addr as the server name. For
+	// compatibility, a TLS config with Security Plaintext means
+	// ImplicitTLS.
 	TLS *tls.Config
+	// TLSInsecure skips the verification of the server's certificate.
+	// For test servers with a self-signed certificate only; never set it
+	// for a real provider (it is never the default).
+	TLSInsecure bool
 	// DisableQRESYNC makes the binding act as if the server lacked
 	// QRESYNC, using the UID SEARCH ALL comparison for removals.
 	DisableQRESYNC bool
-	// IdleRefresh is how often Watch re-issues IDLE; zero means 28 minutes
-	// (RFC 2177 asks clients to re-issue at least every 29 minutes).
+	// IdleRefresh is how often Watch ends IDLE, checks that its folder is
+	// still there (and the same), and idles again; zero means
+	// DefaultIdleRefresh. A silent connection is noticed at the latest
+	// IdleRefresh + ReplyTimeout after it went silent.
 	IdleRefresh time.Duration
+	// ReplyTimeout bounds every wait for the server: no read or write
+	// may stall longer (zero: DefaultReplyTimeout).
+	ReplyTimeout time.Duration
 	// Dialer, when set, replaces net.Dialer (tests use it).
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func (cfg *Config) dial(ctx context.Context) (net.Conn, error) {
+// Security says how a connection is protected.
+type Security int
+
+const (
+	// Plaintext is no TLS: loopback test servers only.
+	Plaintext Security = iota
+	// ImplicitTLS is TLS from the first byte (port 993, RFC 8314).
+	ImplicitTLS
+	// StartTLS upgrades a plaintext connection with STARTTLS before
+	// logging in (port 143, RFC 9051 §6.2.1); a server that does not
+	// offer it is refused.
+	StartTLS
+)
+
+// DefaultIdleRefresh is Watch's default IDLE period: well inside RFC
+// 2177's 29 minutes, and short enough that a connection that went silent
+// (a NAT mapping dropped, a server stuck, a folder deleted under a server
+// that says nothing) is noticed within about 4.5 minutes
+// (docs/decisions/tandem-hub-imap-watch-deadlines.md).
+const DefaultIdleRefresh = 4 * time.Minute
+
+func (cfg *Config) security() Security {
+	if cfg.Security == Plaintext && cfg.TLS != nil {
+		return ImplicitTLS
+	}
+	return cfg.Security
+}
+
+func (cfg *Config) replyTimeout() time.Duration {
+	if cfg.ReplyTimeout > 0 {
+		return cfg.ReplyTimeout
+	}
+	return DefaultReplyTimeout
+}
+
+// tlsConfig is the TLS configuration for Addr.
+func (cfg *Config) tlsConfig() *tls.Config {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.TLS != nil {
+		tc = cfg.TLS.Clone()
+	}
+	if tc.ServerName == "" {
+		host, _, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			host = cfg.Addr
+		}
+		tc.ServerName = host
+	}
+	if cfg.TLSInsecure {
+		tc.InsecureSkipVerify = true
+	}
+	return tc
+}
+
+// checkPlaintext refuses Plaintext to anything but a loopback address.
+func (cfg *Config) checkPlaintext() error {
+	if cfg.security() != Plaintext {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		host = cfg.Addr
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("imaphub: %s: %w", cfg.Addr, ErrPlaintext)
+}
+
+// ErrPlaintext means a Config asks for a plaintext connection to a host
+// that is not a loopback address: set Security to ImplicitTLS or StartTLS.
+var ErrPlaintext = errors.New("plaintext login is only allowed to a loopback test server: use TLS (Security: ImplicitTLS on port 993, or StartTLS on port 143)")
+
+// dialTCP connects (without TLS) within the reply timeout.
+func (cfg *Config) dialTCP(ctx context.Context) (net.Conn, error) {
 	d := cfg.Dialer
 	if d == nil {
-		d = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+		d = (&net.Dialer{Timeout: cfg.replyTimeout()}).DialContext
 	}
-	nc, err := d(ctx, "tcp", cfg.Addr)
-	if err != nil || cfg.TLS == nil {
-		return nc, err
-	}
-	tc := tls.Client(nc, cfg.TLS)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return tc, nil
+	return d(ctx, "tcp", cfg.Addr)
 }
 
 func (cfg *Config) idleRefresh() time.Duration {
 	if cfg.IdleRefresh > 0 {
 		return cfg.IdleRefresh
 	}
-	return 28 * time.Minute
+	return DefaultIdleRefresh
 }
 
 // Store is the IMAP binding of the hub store. It implements hub.Store over
@@ -62,13 +141,14 @@ func (cfg *Config) idleRefresh() time.Duration {
 type Store struct {
 	cfg Config
 
-	mu      sync.Mutex // serializes commands on c
-	c       *conn
-	live    atomic.Pointer[conn] // c, for Close to interrupt without mu
-	mailbox string               // <namespace prefix>Tandem, found at the first connect
-	closed  bool
-	watches map[*conn]struct{}
-	headers headerCache // what Changes read for Fetch; s.mu
+	mu       sync.Mutex // serializes commands on c
+	c        *conn
+	live     atomic.Pointer[conn] // c, for Close to interrupt without mu
+	mailbox  string               // <namespace prefix>Tandem, found at the first connect
+	identity [16]byte             // folderIdentity of the account's mailbox
+	closed   bool
+	watches  map[*conn]struct{}
+	headers  headerCache // what Changes read for Fetch; s.mu
 }
 
 var _ hub.Store = (*Store)(nil)
@@ -107,6 +187,7 @@ func (s *Store) conn(ctx context.Context) (*conn, error) {
 			c.close()
 			return nil, err
 		}
+		s.identity = folderIdentity(s.cfg.Addr, s.cfg.User, s.mailbox)
 	}
 	s.c = c
 	return c, nil

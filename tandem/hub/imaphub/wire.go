@@ -360,8 +360,8 @@ func (rd *reader) value(depth int) (any, error) {
 }
 
 func (rd *reader) quoted() ([]byte, error) {
-	rd.byte() // "
-	var b []byte
+	rd.byte()     // "
+	b := []byte{} // "" is an empty string, not NIL
 	for {
 		c, err := rd.byte()
 		if err != nil {
