@@ -31,7 +31,12 @@ func NewGroup(entry uint64, bound int) *Group {
 	if bound <= 0 {
 		bound = DefaultAddressedBound
 	}
-	return &Group{entry: entry, bound: bound, members: map[PeerID]frame.Caps{}}
+	// The count of addressed frames since the last roster-wide one is not
+	// kept across restarts, so a new process starts as if the bound were
+	// reached: its first addressed frame is promoted. A sender that
+	// restarts often therefore never spends more than bound generations
+	// only one member sees (docs/decisions/datasync-group.md).
+	return &Group{entry: entry, bound: bound, members: map[PeerID]frame.Caps{}, addressed: bound}
 }
 
 // SetMember records another member and the entries it advertised.

@@ -26,6 +26,7 @@ func newGroupCluster(t *testing.T, bound int, window uint64, caps map[string]fra
 	for _, n := range names {
 		r := newReplica(t, n)
 		g := NewGroup(engine.KVEncoding.Entry, bound)
+		g.addressed = 0 // a process past its first frame, which NewGroup promotes
 		for _, p := range names {
 			if p != n {
 				pc, ok := caps[p]
@@ -276,5 +277,48 @@ func TestGroupRandomizedConvergence(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// restart replaces who's group state and sessions with a fresh process's
+// (same engine and roster; the group's sender ratchet carries on).
+func (c *groupCluster) restart(who string, bound int) {
+	r := c.reps[who]
+	g := NewGroup(engine.KVEncoding.Entry, bound)
+	for p := range r.sess {
+		g.SetMember(PeerID(p), kvCaps)
+		r.sess[p] = NewSession(r.sp, PeerID(p), Options{Caps: kvCaps, Group: g, MaxRecordBytes: 8 << 20})
+	}
+	c.grp[who] = g
+	outs := r.sess["b"].Offer()
+	if len(outs) != 1 || outs[0].To != "" {
+		c.t.Fatal("a new process's first addressed frame is not promoted")
+	}
+	c.send(who, outs)
+	c.pump()
+}
+
+// Issue 17 point 4: the addressed-frame bound survives restarts of the
+// sender. A process that sends fewer addressed frames than the bound and
+// restarts, again and again, would otherwise never promote one, and a
+// member that sees only roster frames falls out of the window.
+func TestGroupBoundAcrossSenderRestarts(t *testing.T) {
+	const window, bound = 20, 10
+	c := newGroupCluster(t, bound, window, nil, "a", "b", "c")
+	_ = c.reps["a"].kv.Set("d", "k", []byte("v"))
+	for range 5 {
+		c.restart("a", bound)
+		for range bound - 1 { // under the bound in each process
+			c.send("a", c.reps["a"].sess["b"].Offer())
+			c.pump()
+		}
+	}
+	c.commit("a", "d", "final", "x")
+	c.pump()
+	if c.net.Stranded("c", "a") {
+		t.Fatal("c stranded by addressed frames spread over restarts")
+	}
+	if v, _ := c.reps["c"].kv.Get("d", "final"); string(v) != "x" {
+		t.Fatal("c missed the local commit after the restarts")
 	}
 }
