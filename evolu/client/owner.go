@@ -14,7 +14,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha512"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/ferry-sync/ferry/evolu/internal/bip39"
 
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
@@ -29,16 +33,31 @@ type Owner struct {
 // Secret is a 32-byte OwnerSecret.
 type Secret [32]byte
 
-// ParseSecret parses a 64-hex-digit OwnerSecret.
+// ParseSecret parses an OwnerSecret: 64 hex digits, or Evolu's mnemonic
+// of it (24 BIP-39 English words, as ownerSecretToMnemonic makes).
 func ParseSecret(s string) (Secret, error) {
 	var sec Secret
-	b, err := hex.DecodeString(s)
+	if strings.Contains(strings.TrimSpace(s), " ") {
+		m, err := bip39.FromMnemonic(s)
+		if err != nil {
+			return sec, fmt.Errorf("evolu: owner secret: %w", err)
+		}
+		return Secret(m), nil
+	}
+	b, err := hex.DecodeString(strings.TrimSpace(s))
 	if err != nil || len(b) != 32 {
-		return sec, fmt.Errorf("evolu: owner secret must be 64 hex digits")
+		return sec, errors.New("evolu: owner secret must be 64 hex digits or Evolu's 24-word mnemonic")
 	}
 	copy(sec[:], b)
 	return sec, nil
 }
+
+// Mnemonic is Evolu's form of the secret (ownerSecretToMnemonic): 24
+// BIP-39 English words.
+func (s Secret) Mnemonic() string { return bip39.ToMnemonic(s) }
+
+// String is the secret in hex.
+func (s Secret) String() string { return hex.EncodeToString(s[:]) }
 
 // OwnerFromSecret derives an owner as createAppOwner does: SLIP-21 nodes
 // Evolu/OwnerIdBytes (first 16 bytes), Evolu/OwnerEncryptionKey, and

@@ -24,6 +24,9 @@ type RunOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Logger receives connection failures; nil discards them.
 	Logger *slog.Logger
+	// PollInterval is how often Run checks the store for changes written
+	// by another process (default 1 s), which it then pushes.
+	PollInterval time.Duration
 }
 
 // Run keeps one owner in sync with a relay until ctx is done, like the TS
@@ -38,6 +41,9 @@ func Run(ctx context.Context, relayURL string, o Owner, st *Store, opts RunOptio
 	}
 	if opts.MaxBackoff == 0 {
 		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = time.Second
 	}
 	log := opts.Logger
 	if log == nil {
@@ -103,17 +109,34 @@ func runOnce(ctx context.Context, u string, o Owner, st *Store, opts RunOptions)
 	if err := s.start(); err != nil {
 		return err
 	}
+	poll := time.NewTicker(opts.PollInterval)
+	defer poll.Stop()
+	timeout := opts.replyTimeout()
 	for {
+		var noReply <-chan time.Time
+		if s.active {
+			noReply = time.After(time.Until(s.sent.Add(timeout)))
+		}
 		select {
 		case <-ctx.Done():
 			ws.Close(websocket.StatusNormalClosure, "")
 			return nil
 		case err := <-readErr:
 			return fmt.Errorf("evolu client: receive: %w", err)
+		case <-noReply:
+			return &NoReplyError{After: timeout}
+		case <-poll.C:
+			changed, err := st.externalChange(ctx, o.ID)
+			if err != nil {
+				return err
+			}
+			if changed {
+				if err := s.changed(); err != nil {
+					return err
+				}
+			}
 		case <-st.Changed():
-			if s.active {
-				s.again = true
-			} else if err := s.start(); err != nil {
+			if err := s.changed(); err != nil {
 				return err
 			}
 		case msg := <-frames:
@@ -122,6 +145,16 @@ func runOnce(ctx context.Context, u string, o Owner, st *Store, opts RunOptions)
 			}
 		}
 	}
+}
+
+// changed starts a reconciliation for a local change, or another one after
+// the current.
+func (s *session) changed() error {
+	if s.active {
+		s.again = true
+		return nil
+	}
+	return s.start()
 }
 
 // session is one connection's reconciliation state.
@@ -134,6 +167,7 @@ type session struct {
 	active bool // a reconciliation is in progress
 	again  bool // a local change arrived during it
 	rep    SyncReport
+	sent   time.Time // when the last request was sent
 }
 
 func (s *session) start() error {
@@ -147,6 +181,7 @@ func (s *session) start() error {
 }
 
 func (s *session) send(b []byte) error {
+	s.sent = time.Now()
 	s.rep.Rounds++
 	s.rep.BytesSent += int64(len(b))
 	if err := s.ws.Write(s.ctx, websocket.MessageBinary, b); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -40,13 +41,46 @@ type Store struct {
 	changed chan struct{}
 }
 
-// OpenStore opens (creating if needed) a client store at path.
+// OpenStore opens (creating if needed) a client store at path. Several
+// processes may open one file: each notices the others' writes before it
+// answers or syncs (docs/decisions/evolu-shared-database.md). A relay's
+// database or another program's is refused with an error matching
+// ErrWrongDatabase.
 func OpenStore(ctx context.Context, path string) (*Store, error) {
-	st, err := sqlstore.Open(ctx, path, sqlstore.Config{}, clientSchema)
+	return openStore(ctx, path, false)
+}
+
+// OpenExistingStore is OpenStore for a file that must exist already: a
+// missing file gives an error matching fs.ErrNotExist and is not created.
+func OpenExistingStore(ctx context.Context, path string) (*Store, error) {
+	return openStore(ctx, path, true)
+}
+
+// ErrWrongDatabase is matched by the error of opening a database that is
+// not a client's (a relay's, or another program's).
+var ErrWrongDatabase = sqlstore.ErrWrongKind
+
+func openStore(ctx context.Context, path string, mustExist bool) (*Store, error) {
+	st, err := sqlstore.Open(ctx, path, sqlstore.Config{Kind: sqlstore.KindClient, MustExist: mustExist}, clientSchema)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("evolu client: no database %s (check --db; put or sync creates one): %w", path, fs.ErrNotExist)
+		}
 		return nil, fmt.Errorf("evolu client: %w", err)
 	}
 	return &Store{db: st, keys: map[protocol.OwnerID][32]byte{}, now: time.Now, random: rand.Reader, changed: make(chan struct{}, 1)}, nil
+}
+
+// externalChange reports whether another process wrote the owner's
+// messages since this store last looked, and makes the store see them.
+func (s *Store) externalChange(ctx context.Context, owner protocol.OwnerID) (bool, error) {
+	return s.db.Refresh(ctx, owner)
+}
+
+// HasChanges reports whether the store holds any message of the owner.
+func (s *Store) HasChanges(ctx context.Context, owner protocol.OwnerID) (bool, error) {
+	n, err := s.db.Size(ctx, owner)
+	return n > 0, err
 }
 
 // Close closes the database.

@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -34,7 +36,34 @@ type SyncOptions struct {
 	MaxRounds int
 	// RangesMaxSize defaults to protocol.DefaultRangesMaxSize.
 	RangesMaxSize int
+	// ReplyTimeout is how long to wait for the relay's reply to a request
+	// (default 30 s); a relay does not answer a request it cannot decode.
+	ReplyTimeout time.Duration
 }
+
+// DefaultReplyTimeout is SyncOptions.ReplyTimeout's default.
+const DefaultReplyTimeout = 30 * time.Second
+
+func (o SyncOptions) replyTimeout() time.Duration {
+	if o.ReplyTimeout <= 0 {
+		return DefaultReplyTimeout
+	}
+	return o.ReplyTimeout
+}
+
+// ErrNoReply is matched by a *NoReplyError.
+var ErrNoReply = errors.New("evolu client: no reply from the relay")
+
+// NoReplyError is returned when the relay answered nothing within the
+// reply timeout.
+type NoReplyError struct{ After time.Duration }
+
+func (e *NoReplyError) Error() string {
+	return fmt.Sprintf("evolu client: the relay sent no reply within %s (is it an Evolu protocol v1 relay? a relay does not answer a request it cannot decode)", e.After)
+}
+
+// Is makes errors.Is(err, ErrNoReply) hold.
+func (e *NoReplyError) Is(target error) bool { return target == ErrNoReply }
 
 // OwnerURL adds ?ownerId=… to a relay URL, as the TS transport does.
 func OwnerURL(relay string, owner protocol.OwnerID) (string, error) {
@@ -88,7 +117,7 @@ func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts 
 		}
 		rep.BytesSent += int64(len(req))
 		rep.Rounds++
-		reply, err := readResponse(ctx, ws, o, st, rep)
+		reply, err := readResponse(ctx, ws, o, st, rep, opts.replyTimeout())
 		if err != nil {
 			return err
 		}
@@ -116,10 +145,15 @@ func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts 
 
 // readResponse reads frames until a Response for the owner arrives; a
 // Broadcast for the owner is applied on the way.
-func readResponse(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, rep *SyncReport) ([]byte, error) {
+func readResponse(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, rep *SyncReport, timeout time.Duration) ([]byte, error) {
+	rctx, cancel := context.WithTimeoutCause(ctx, timeout, &NoReplyError{After: timeout})
+	defer cancel()
 	for {
-		typ, msg, err := ws.Read(ctx)
+		typ, msg, err := ws.Read(rctx)
 		if err != nil {
+			if cause := context.Cause(rctx); ctx.Err() == nil && errors.Is(cause, ErrNoReply) {
+				return nil, cause
+			}
 			return nil, fmt.Errorf("evolu client: receive: %w", err)
 		}
 		rep.BytesReceived += int64(len(msg))

@@ -97,7 +97,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.QuotaBytes > 0 {
 		quota = func(_ protocol.OwnerID, n int64) bool { return n <= cfg.QuotaBytes }
 	}
-	st, err := sqlstore.Open(ctx, cfg.DBPath, sqlstore.Config{WithinQuota: quota}, "")
+	st, err := sqlstore.Open(ctx, cfg.DBPath, sqlstore.Config{WithinQuota: quota, Kind: sqlstore.KindRelay, Exclusive: true}, "")
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}

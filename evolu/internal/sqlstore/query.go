@@ -172,7 +172,7 @@ func (s *Store) Iterate(ctx context.Context, owner protocol.OwnerID, begin, end 
 			return err
 		}
 		if len(ts) == 0 {
-			return fmt.Errorf("sqlstore: iterate: index %d missing", index)
+			return s.repairOwner(ctx, owner, fmt.Errorf("sqlstore: iterate: index %d missing", index))
 		}
 		for _, t := range ts {
 			if !fn(t, index) {
@@ -325,4 +325,14 @@ func (s *Store) readAheadRows(ctx context.Context, owner protocol.OwnerID, t pro
 		total += l
 	}
 	return false, rows.Err()
+}
+
+// repairOwner is repair for a caller that does not hold the owner's index.
+func (s *Store) repairOwner(ctx context.Context, owner protocol.OwnerID, cause error) error {
+	x, err := s.index(ctx, owner)
+	if err != nil {
+		return err
+	}
+	defer x.mu.Unlock()
+	return s.repair(ctx, owner, x, cause)
 }

@@ -112,14 +112,22 @@ func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerI
 		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
 	}
 	r := unpackRows(packed, b.n)
+	if r != nil && r.pfx[b.n] != b.fp {
+		r = nil // packed rows of another version of the block
+	}
 	if r == nil {
-		if r, err = s.queryBlockRows(ctx, owner, b); err != nil {
+		if r, err = s.queryBlockRows(ctx, owner, b); errors.Is(err, errBlockRows) {
+			return nil, s.repair(ctx, owner, x, err)
+		} else if err != nil {
 			return nil, err
 		}
 	}
 	s.rows.put(key, r)
 	return r, nil
 }
+
+// errBlockRows is a block whose rows are not what the index says.
+var errBlockRows = errors.New("sqlstore: block rows")
 
 const blockRowsQuery = `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`
 
@@ -129,7 +137,11 @@ func (s *Store) queryBlockRows(ctx context.Context, owner protocol.OwnerID, b bl
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
 	}
-	return scanBlockRows(rows, b.n)
+	r, err := scanBlockRows(rows, b.n)
+	if err == nil && (r.ts[0] != b.start || r.pfx[b.n] != b.fp) {
+		return nil, fmt.Errorf("%w: the rows of block %s do not make its fingerprint", errBlockRows, b.start.Timestamp())
+	}
+	return r, err
 }
 
 // scanBlockRows reads and closes the n rows (t, fp) of a block.
@@ -152,7 +164,7 @@ func scanBlockRows(rows *sql.Rows, n int) (*blockRows, error) {
 		return nil, fmt.Errorf("sqlstore: block rows: %w", err)
 	}
 	if len(r.ts) != n {
-		return nil, fmt.Errorf("sqlstore: block rows: block of %d has %d rows", n, len(r.ts))
+		return nil, fmt.Errorf("%w: block of %d has %d rows", errBlockRows, n, len(r.ts))
 	}
 	return r, nil
 }
@@ -232,4 +244,16 @@ func (s *Store) touchedRows(ctx context.Context, tx *sql.Tx, owner protocol.Owne
 		out[b.start] = r
 	}
 	return out, nil
+}
+
+// dropOwner forgets every cached block of owner.
+func (c *rowCache) dropOwner(owner protocol.OwnerID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.byKey {
+		if k.owner == owner {
+			c.order.Remove(e)
+			delete(c.byKey, k)
+		}
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"sort"
 	"sync"
 
@@ -65,8 +66,10 @@ create table if not exists evolu_change (
   owner blob not null, t blob not null, change blob not null,
   primary key (owner, t)) without rowid;
 create table if not exists evolu_owner (
-  owner blob primary key, write_key blob, stored_bytes integer not null default 0
+  owner blob primary key, write_key blob, stored_bytes integer not null default 0,
+  gen integer not null default 0
 ) without rowid;
+create table if not exists evolu_meta (k text primary key, v integer not null) without rowid;
 `
 
 // Config configures a Store.
@@ -74,12 +77,24 @@ type Config struct {
 	// WithinQuota reports whether owner may store storedBytes bytes of
 	// changes in total. Nil allows everything.
 	WithinQuota func(owner protocol.OwnerID, storedBytes int64) bool
+	// Kind is stamped into a new database and checked in an existing one.
+	Kind Kind
+	// Exclusive takes a lock on the database file for the Store's lifetime
+	// (Open fails with a *LockedError while another process holds it), and
+	// then trusts the in-memory index between its own writes. Without it,
+	// every query first checks the owner's generation, so writes by other
+	// processes are seen (docs/decisions/evolu-shared-database.md).
+	Exclusive bool
+	// MustExist makes Open fail with an error matching fs.ErrNotExist
+	// instead of creating a missing database.
+	MustExist bool
 }
 
 // Store is a protocol.RelayStorage backed by SQLite.
 type Store struct {
-	db  *sql.DB
-	cfg Config
+	db   *sql.DB
+	cfg  Config
+	lock *os.File // the exclusive lock, when Config.Exclusive
 
 	writeMu sync.Mutex // serializes write transactions
 
@@ -92,10 +107,37 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the SQLite database at path. extraSchema
-// is executed after the store's own schema.
+// is executed after the store's own schema. A database of another Kind is
+// refused with a *WrongKindError. The block index of a database that was
+// not closed cleanly by an exclusive Store, or that an earlier build wrote,
+// is checked against its rows and rebuilt where it does not match.
 func Open(ctx context.Context, path string, cfg Config, extraSchema string) (*Store, error) {
+	if cfg.MustExist {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("sqlstore: %w", err)
+		}
+	}
+	var lock *os.File
+	if cfg.Exclusive {
+		var err error
+		if lock, err = lockFile(path); err != nil {
+			return nil, err
+		}
+	}
+	s, err := open(ctx, path, cfg, extraSchema)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+func open(ctx context.Context, path string, cfg Config, extraSchema string) (*Store, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)&_pragma=cache_size(-16000)&_txlock=immediate"
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)&_pragma=cache_size(-16000)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", path, err)
@@ -104,18 +146,53 @@ func Open(ctx context.Context, path string, cfg Config, extraSchema string) (*St
 	// goroutine: each SQLite connection has its own cache and setup cost.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	if _, err := db.ExecContext(ctx, schema+extraSchema); err != nil {
+	s := &Store{db: db, cfg: cfg, owners: make(map[protocol.OwnerID]*ownerIndex), stmts: make(map[string]*sql.Stmt),
+		rows: newRowCache(maxCachedBlocks)}
+	if err := s.prepare(ctx, path, extraSchema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlstore: schema: %w", err)
+		return nil, err
 	}
-	return &Store{db: db, cfg: cfg, owners: make(map[protocol.OwnerID]*ownerIndex), stmts: make(map[string]*sql.Stmt),
-		rows: newRowCache(maxCachedBlocks)}, nil
+	return s, nil
+}
+
+// prepare checks the stamp, creates and migrates the schema, and verifies
+// the index when it may not match the rows.
+func (s *Store) prepare(ctx context.Context, path, extraSchema string) error {
+	legacy, err := stamp(ctx, s.db, path, s.cfg.Kind)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, schema+extraSchema); err != nil {
+		return fmt.Errorf("sqlstore: schema: %w", err)
+	}
+	if err := migrate(ctx, s.db); err != nil {
+		return err
+	}
+	verify := legacy
+	if s.cfg.Exclusive {
+		clean, err := isClean(ctx, s.db)
+		if err != nil {
+			return fmt.Errorf("sqlstore: %w", err)
+		}
+		verify = verify || !clean
+		if err := setClean(ctx, s.db, false); err != nil {
+			return fmt.Errorf("sqlstore: %w", err)
+		}
+	}
+	if !verify {
+		return nil
+	}
+	if _, err := s.Verify(ctx); err != nil {
+		return err
+	}
+	return nil
 }
 
 // DB is the underlying database, for the client's own tables.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes the database.
+// Close closes the database (marking it closed cleanly when exclusive)
+// and releases the lock.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	for _, st := range s.stmts {
@@ -123,7 +200,17 @@ func (s *Store) Close() error {
 	}
 	s.stmts = nil
 	s.mu.Unlock()
-	return s.db.Close()
+	var err error
+	if s.lock != nil {
+		err = setClean(context.Background(), s.db, true)
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if s.lock != nil {
+		s.lock.Close() // after SQLite closed its own descriptors
+	}
+	return err
 }
 
 // Stmt returns q prepared once for the store's lifetime; SQLite statement
@@ -201,6 +288,9 @@ type ownerIndex struct {
 	max protocol.TimestampBytes
 	// evicted is set, under mu, when the index left Store.owners.
 	evicted bool
+	// gen is the owner's generation (evolu_owner.gen) the index reflects;
+	// every write transaction of the owner increments it.
+	gen int64
 }
 
 // maxCachedOwners bounds how many owners' indexes stay in memory.
@@ -252,7 +342,13 @@ func (x *ownerIndex) locate(i int) (int, int) {
 }
 
 // index returns the loaded index of owner, locked; the caller unlocks.
+// A store that is not exclusive first checks the owner's generation and
+// reloads the index when another process wrote.
 func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex, error) {
+	return s.indexChecked(ctx, owner, !s.cfg.Exclusive)
+}
+
+func (s *Store) indexChecked(ctx context.Context, owner protocol.OwnerID, check bool) (*ownerIndex, error) {
 	var x *ownerIndex
 	for {
 		s.mu.Lock()
@@ -269,13 +365,104 @@ func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex,
 		}
 		x.mu.Unlock() // evicted between lookup and lock: look up again
 	}
+	if x.loaded && check {
+		gen, err := s.ownerGen(ctx, s.db, owner)
+		if err != nil {
+			x.mu.Unlock()
+			return nil, err
+		}
+		if gen != x.gen {
+			s.forget(owner, x)
+		}
+	}
 	if x.loaded {
 		return x, nil
 	}
-	rows, err := s.query(ctx, `select start, n, fp from evolu_block where owner = ? order by start`, owner[:])
-	if err != nil {
+	if err := s.load(ctx, owner, x); err != nil {
 		x.mu.Unlock()
-		return nil, fmt.Errorf("sqlstore: load index: %w", err)
+		return nil, err
+	}
+	return x, nil
+}
+
+// Refresh makes the next queries about owner reflect what the database
+// holds now: it reloads the owner's index if another process wrote since it
+// was loaded, and reports whether it did. An exclusive store need not call
+// it.
+func (s *Store) Refresh(ctx context.Context, owner protocol.OwnerID) (bool, error) {
+	s.mu.Lock()
+	x := s.owners[owner]
+	s.mu.Unlock()
+	var before int64 = -1
+	if x != nil {
+		x.mu.Lock()
+		if x.loaded && !x.evicted {
+			before = x.gen
+		}
+		x.mu.Unlock()
+	}
+	x, err := s.indexChecked(ctx, owner, true)
+	if err != nil {
+		return false, err
+	}
+	defer x.mu.Unlock()
+	return before >= 0 && x.gen != before, nil
+}
+
+// forget drops the loaded index x of owner (x.mu held) and the cached rows
+// of its blocks, so that they are read again.
+func (s *Store) forget(owner protocol.OwnerID, x *ownerIndex) {
+	starts := make([]protocol.TimestampBytes, len(x.blocks))
+	for k, b := range x.blocks {
+		starts[k] = b.start
+	}
+	s.rows.drop(owner, starts)
+	x.loaded = false
+	x.ahead = nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+func (s *Store) ownerGen(ctx context.Context, q querier, owner protocol.OwnerID) (int64, error) {
+	var gen int64
+	const sel = `select gen from evolu_owner where owner = ?`
+	var err error
+	if q == querier(s.db) {
+		err = s.scanRow(ctx, sel, []any{owner[:]}, &gen)
+	} else {
+		err = q.QueryRowContext(ctx, sel, owner[:]).Scan(&gen)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlstore: owner generation: %w", err)
+	}
+	return gen, nil
+}
+
+// load reads the index of owner into x (x.mu held) in one read
+// transaction, so that the blocks, the greatest timestamp and the
+// generation agree.
+func (s *Store) load(ctx context.Context, owner protocol.OwnerID, x *ownerIndex) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("sqlstore: load index: %w", err)
+	}
+	defer tx.Rollback()
+	return s.loadTx(ctx, tx, owner, x)
+}
+
+// loadTx is load inside tx.
+func (s *Store) loadTx(ctx context.Context, q querier, owner protocol.OwnerID, x *ownerIndex) error {
+	gen, err := s.ownerGen(ctx, q, owner)
+	if err != nil {
+		return err
+	}
+	rows, err := q.QueryContext(ctx, `select start, n, fp from evolu_block where owner = ? order by start`, owner[:])
+	if err != nil {
+		return fmt.Errorf("sqlstore: load index: %w", err)
 	}
 	defer rows.Close()
 	x.blocks = x.blocks[:0]
@@ -283,26 +470,27 @@ func (s *Store) index(ctx context.Context, owner protocol.OwnerID) (*ownerIndex,
 		var b block
 		var start, fp []byte
 		if err := rows.Scan(&start, &b.n, &fp); err != nil {
-			x.mu.Unlock()
-			return nil, fmt.Errorf("sqlstore: load index: %w", err)
+			return fmt.Errorf("sqlstore: load index: %w", err)
 		}
 		copy(b.start[:], start)
 		copy(b.fp[:], fp)
 		x.blocks = append(x.blocks, b)
 	}
 	if err := rows.Err(); err != nil {
-		x.mu.Unlock()
-		return nil, fmt.Errorf("sqlstore: load index: %w", err)
+		return fmt.Errorf("sqlstore: load index: %w", err)
 	}
+	rows.Close()
 	x.rebuild()
+	x.max = protocol.TimestampBytes{}
 	if len(x.blocks) > 0 {
 		var raw []byte
-		if err := s.scanRow(ctx, `select max(t) from evolu_ts where owner = ?`, []any{owner[:]}, &raw); err != nil {
-			x.mu.Unlock()
-			return nil, fmt.Errorf("sqlstore: load index: %w", err)
+		if err := q.QueryRowContext(ctx, `select max(t) from evolu_ts where owner = ?`, owner[:]).Scan(&raw); err != nil {
+			return fmt.Errorf("sqlstore: load index: %w", err)
 		}
 		copy(x.max[:], raw)
 	}
+	x.gen = gen
+	x.ahead = nil
 	x.loaded = true
-	return x, nil
+	return nil
 }

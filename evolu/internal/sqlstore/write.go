@@ -30,52 +30,103 @@ func (s *Store) Write(ctx context.Context, owner protocol.OwnerID, msgs []protoc
 	defer x.mu.Unlock()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	blocks, max, err := s.write(ctx, owner, x, msgs, onNew)
+	blocks, max, gen, err := s.write(ctx, owner, x, msgs, onNew)
 	if err != nil {
 		return err
 	}
 	if blocks != nil {
 		x.blocks = blocks
 		x.max = max
+		x.gen = gen
 		x.rebuild()
 	}
 	x.ahead = nil
 	return nil
 }
 
-func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, msgs []protocol.EncryptedMessage, onNew OnNew) (_ []block, _ protocol.TimestampBytes, err error) {
+// bumpGen increments the owner's generation inside tx and returns it. In
+// Postgres the upsert also locks the owner's row until the transaction
+// ends, so writers of one owner in several processes take turns; SQLite
+// write transactions are serialized anyway.
+func (s *Store) bumpGen(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) (int64, error) {
+	st, err := s.TxStmt(ctx, tx, `insert into evolu_owner (owner, gen) values (?, 1)
+		on conflict (owner) do update set gen = evolu_owner.gen + 1 returning gen`)
+	if err != nil {
+		return 0, err
+	}
+	var gen int64
+	if err := st.QueryRowContext(ctx, owner[:]).Scan(&gen); err != nil {
+		return 0, fmt.Errorf("sqlstore: owner generation: %w", err)
+	}
+	return gen, nil
+}
+
+// write stores msgs in one transaction and returns the owner's new blocks,
+// greatest timestamp and generation (nil blocks when nothing was new). If
+// another process wrote the owner since x was loaded, x is reloaded inside
+// the transaction first, so the index written matches the rows.
+func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, msgs []protocol.EncryptedMessage, onNew OnNew) (_ []block, _ protocol.TimestampBytes, gen int64, err error) {
 	var none protocol.TimestampBytes
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, none, fmt.Errorf("sqlstore: begin: %w", err)
+		return nil, none, 0, fmt.Errorf("sqlstore: begin: %w", err)
 	}
+	commit := false
 	defer func() {
-		if err != nil {
+		if !commit {
 			tx.Rollback()
 		}
 	}()
+	if gen, err = s.bumpGen(ctx, tx, owner); err != nil {
+		return nil, none, 0, err
+	}
+	if gen != x.gen+1 {
+		// Another process wrote: start from what the database holds.
+		s.forget(owner, x)
+		if err := s.loadTx(ctx, tx, owner, x); err != nil {
+			return nil, none, 0, err
+		}
+		x.gen = gen - 1
+	}
+	w, err := s.writeRows(ctx, tx, owner, x, msgs, onNew)
+	if err != nil || w == nil {
+		return nil, none, 0, err // nothing new: roll back, the generation stays
+	}
+	commit = true
+	if err := tx.Commit(); err != nil {
+		return nil, none, 0, fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	s.rows.drop(owner, w.changed)
+	for start, r := range w.touched {
+		s.rows.put(blockKey{owner, start}, r)
+	}
+	return w.blocks, w.max, gen, nil
+}
+
+// writeRows inserts the new messages of msgs into tx and returns the
+// owner's new blocks, or nil when no message was new.
+func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, x *ownerIndex, msgs []protocol.EncryptedMessage, onNew OnNew) (*written, error) {
 	fresh, added, err := s.freshMessages(ctx, tx, owner, x, msgs)
 	if err != nil {
-		return nil, none, err
+		return nil, err
 	}
 	if len(fresh) == 0 {
-		return nil, none, tx.Commit()
+		return nil, nil
 	}
 	var stored int64
 	usage, err := s.TxStmt(ctx, tx, `select stored_bytes from evolu_owner where owner = ?`)
 	if err != nil {
-		return nil, none, err
+		return nil, err
 	}
 	err = usage.QueryRowContext(ctx, owner[:]).Scan(&stored)
 	if err != nil && err != sql.ErrNoRows {
-		return nil, none, fmt.Errorf("sqlstore: read usage: %w", err)
+		return nil, fmt.Errorf("sqlstore: read usage: %w", err)
 	}
 	if s.cfg.WithinQuota != nil && !s.cfg.WithinQuota(owner, stored+added) {
-		return nil, none, &protocol.QuotaExceededError{OwnerID: owner}
+		return nil, &protocol.QuotaExceededError{OwnerID: owner}
 	}
-	if _, err := tx.ExecContext(ctx, `insert into evolu_owner (owner, stored_bytes) values (?, ?)
-		on conflict (owner) do update set stored_bytes = stored_bytes + excluded.stored_bytes`, owner[:], added); err != nil {
-		return nil, none, fmt.Errorf("sqlstore: update usage: %w", err)
+	if _, err := tx.ExecContext(ctx, `update evolu_owner set stored_bytes = stored_bytes + ? where owner = ?`, added, owner[:]); err != nil {
+		return nil, fmt.Errorf("sqlstore: update usage: %w", err)
 	}
 	ts := make([]protocol.TimestampBytes, len(fresh))
 	fps := make([]protocol.Fingerprint, len(fresh))
@@ -87,43 +138,46 @@ func (s *Store) write(ctx context.Context, owner protocol.OwnerID, x *ownerIndex
 		return append(args, ts[i][:], fresh[i].Change)
 	})
 	if err != nil {
-		return nil, none, err
+		return nil, err
 	}
 	err = s.insertRows(ctx, tx, "evolu_ts (owner, t, fp)", owner, 2, len(fresh), func(i int, args []any) []any {
 		return append(args, ts[i][:], fps[i][:])
 	})
 	if err != nil {
-		return nil, none, err
+		return nil, err
 	}
 	ix := blockEditor{blocks: slices.Clone(x.blocks), max: x.max, touched: map[protocol.TimestampBytes]bool{}}
 	for i := range fresh {
 		ix.account(ts[i], fps[i])
 	}
 	if err := ix.splitOversized(ctx, tx, owner); err != nil {
-		return nil, none, err
+		return nil, err
 	}
 	if onNew != nil {
 		for _, m := range fresh {
 			if err := onNew(ctx, tx, m); err != nil {
-				return nil, none, err
+				return nil, err
 			}
 		}
 	}
 	touched, err := s.touchedRows(ctx, tx, owner, &ix, ts, fps)
 	if err != nil {
-		return nil, none, err
+		return nil, err
 	}
 	if err := ix.persist(ctx, s, tx, owner, touched); err != nil {
-		return nil, none, err
+		return nil, err
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, none, fmt.Errorf("sqlstore: commit: %w", err)
-	}
-	s.rows.drop(owner, ix.changedStarts())
-	for start, r := range touched {
-		s.rows.put(blockKey{owner, start}, r)
-	}
-	return ix.blocks, ix.max, nil
+	return &written{blocks: ix.blocks, max: ix.max, changed: ix.changedStarts(), touched: touched}, nil
+}
+
+// written is what writeRows changed: the owner's new blocks and greatest
+// timestamp, the starts of blocks whose rows changed, and the rows of the
+// touched blocks, cached after commit.
+type written struct {
+	blocks  []block
+	max     protocol.TimestampBytes
+	changed []protocol.TimestampBytes
+	touched map[protocol.TimestampBytes]*blockRows
 }
 
 // batch is the largest number of rows or values one statement carries.
