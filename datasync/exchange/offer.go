@@ -1,11 +1,14 @@
 package exchange
 
 import (
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/jsonstr"
 )
 
 // Offer returns the complete version offer (reply:false) of every document
@@ -19,26 +22,44 @@ func (s *Session) Offer() []Out {
 // offer lists docs with their versions. More than one frame, or partial
 // forced (a targeted offer), marks every frame partial (§Exchange: "a sender
 // MUST set partial on any frame carrying less than everything it holds").
+// Frames are cut by their encoded size, measured exactly as frame.Marshal
+// writes them (escaped names, base64 versions), so none exceeds
+// frame.MaxFrameBytes or frame.MaxDocumentBytes of versions, whatever the
+// names or the engine's versions weigh. A document whose entry alone
+// cannot fit a frame is reported (ErrOfferTooLarge) and left out, and the
+// offer is then partial. docs/decisions/datasync-offer-split.md.
 func (s *Session) offer(docs []string, reply, partial bool) []Out {
-	const room = frame.MaxFrameBytes - 1024
+	base := offerBase(s.enc().V, reply)
 	var frames []frame.Frame
 	cur := frame.Frame{Kind: frame.KindOffer, Reply: reply, Docs: map[string][]byte{}}
-	verBytes, wire := 0, 0
+	verBytes, wire := 0, base
 	for _, doc := range slices.Sorted(slices.Values(docs)) {
 		v, err := s.space.Engine.Version(doc)
 		if err != nil {
 			s.report(doc, errors.Join(ErrEngine, err))
+			partial = true
 			continue
 		}
-		cost := len(doc) + 4*len(v)/3 + 16
-		if len(cur.Docs) == OfferDocs || verBytes+len(v) > frame.MaxDocumentBytes || wire+cost > room {
+		if _, err := frame.Marshal(frame.Frame{Kind: frame.KindNeedSnap, Doc: doc}); err != nil {
+			s.report(doc, err) // a name no frame can carry (empty, not UTF-8)
+			partial = true
+			continue
+		}
+		entry := offerEntry(doc, v)
+		if len(v) > frame.MaxDocumentBytes || base+entry > frame.MaxFrameBytes {
+			s.report(doc, fmt.Errorf("%w: %d-byte version, %d bytes in the offer", ErrOfferTooLarge, len(v), entry))
+			partial = true
+			continue
+		}
+		sep := min(len(cur.Docs), 1) // the comma before every entry but the first
+		if len(cur.Docs) == OfferDocs || verBytes+len(v) > frame.MaxDocumentBytes || wire+sep+entry > frame.MaxFrameBytes {
 			frames = append(frames, cur)
 			cur = frame.Frame{Kind: frame.KindOffer, Reply: reply, Docs: map[string][]byte{}}
-			verBytes, wire = 0, 0
+			verBytes, wire, sep = 0, base, 0
 		}
 		cur.Docs[doc] = v
 		verBytes += len(v)
-		wire += cost
+		wire += sep + entry
 	}
 	frames = append(frames, cur)
 	outs := make([]Out, len(frames))
@@ -47,6 +68,18 @@ func (s *Session) offer(docs []string, reply, partial bool) []Out {
 		outs[i] = s.to(f)
 	}
 	return outs
+}
+
+// offerBase is the encoded length of an offer frame naming no document,
+// with partial written as false (the longer spelling).
+func offerBase(v uint64, reply bool) int {
+	w, _ := frame.Marshal(frame.Frame{V: v, Kind: frame.KindOffer, Reply: reply, Docs: map[string][]byte{}})
+	return len(w)
+}
+
+// offerEntry is the encoded length of one docs entry: "name":"base64".
+func offerEntry(doc string, v []byte) int {
+	return len(jsonstr.Append(nil, doc)) + len(`:""`) + base64.StdEncoding.EncodedLen(len(v))
 }
 
 // Commit returns the local commit of doc: its changes since before, the

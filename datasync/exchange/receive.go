@@ -24,8 +24,10 @@ import (
 //	blob_gone            nothing
 //
 // A frame whose version this session does not read is consumed with no
-// answer and no report (§Frames). Malformed frames are dropped; a document
-// over the byte budget is reported (§Bounds, checked before decoding). The
+// answer and no report (§Frames). Every other frame that cannot be read is
+// dropped with no answer and reported: a malformed frame, and one over a
+// bound (§Bounds, checked before decoding), naming its document when it
+// names one (never dropped in silence). The
 // only other outputs are owed, not answers: the optional flush of local
 // edits to a document the frame names (unsent commits, and an engine's
 // pending edits, see [engine.Flusher]), and the optional single version
@@ -34,9 +36,13 @@ import (
 func (s *Session) Receive(wire []byte) []Out {
 	f, err := frame.Parse(wire, s.enc().V)
 	if err != nil {
-		var ob *frame.OverBudgetError
-		if errors.As(err, &ob) && ob.Doc != "" {
-			s.report(ob.Doc, err)
+		if !errors.Is(err, frame.ErrUnknownVersion) {
+			var ob *frame.OverBudgetError
+			doc := ""
+			if errors.As(err, &ob) {
+				doc = ob.Doc
+			}
+			s.report(doc, err)
 		}
 		return nil
 	}

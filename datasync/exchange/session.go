@@ -29,22 +29,29 @@ const (
 // Reasons a document cannot replicate, carried by a [Report]. A document
 // over the frame budget is reported with frame.ErrOverBudget.
 var (
-	ErrCeiling    = errors.New("datasync/exchange: peer-named document ceiling reached")
-	ErrTooLarge   = errors.New("datasync/exchange: document does not fit a frame and cannot take the media path")
-	ErrUnreadable = errors.New("datasync/exchange: peer sent bytes the engine cannot read")
-	ErrRefused    = errors.New("datasync/exchange: snapshot refused: replicas forked below a compaction")
-	ErrEngine     = errors.New("datasync/exchange: local engine failure")
+	ErrCeiling       = errors.New("datasync/exchange: peer-named document ceiling reached")
+	ErrTooLarge      = errors.New("datasync/exchange: document does not fit a frame and cannot take the media path")
+	ErrUnreadable    = errors.New("datasync/exchange: peer sent bytes the engine cannot read")
+	ErrRefused       = errors.New("datasync/exchange: snapshot refused: replicas forked below a compaction")
+	ErrEngine        = errors.New("datasync/exchange: local engine failure")
+	ErrOfferTooLarge = errors.New("datasync/exchange: document version does not fit an offer frame")
 )
 
 // Report tells the application that a document is not replicating with a
-// peer (§Reporting: "a line in a log is not a report").
+// peer (§Reporting: "a line in a log is not a report"), or, with Doc
+// empty, that a frame from the peer naming no single document was dropped.
 type Report struct {
 	Peer PeerID
 	Doc  string
 	Err  error
 }
 
-func (r Report) String() string { return fmt.Sprintf("document %q with %s: %v", r.Doc, r.Peer, r.Err) }
+func (r Report) String() string {
+	if r.Doc == "" {
+		return fmt.Sprintf("frame from %s dropped: %v", r.Peer, r.Err)
+	}
+	return fmt.Sprintf("document %q with %s: %v", r.Doc, r.Peer, r.Err)
+}
 
 // Space is one space's documents and the state shared by all of its
 // sessions: the engine, the documents peers have named into it, and the

@@ -28,7 +28,7 @@ func Parse(wire []byte, known ...uint64) (Frame, error) {
 		return Frame{}, ErrNotFrame
 	}
 	if len(wire) > MaxFrameBytes {
-		return Frame{}, &OverBudgetError{Bytes: len(wire)}
+		return Frame{}, &OverBudgetError{Bytes: len(wire), Frame: true}
 	}
 	v, err := ReadVersion(body)
 	if err != nil {

@@ -12,9 +12,18 @@ import (
 
 // Marshal returns the wire bytes of f, prefix included. It refuses a frame it
 // could not read back: an unknown kind, an empty or non-UTF-8 document name, a
-// hash that is not 64 lowercase hex, or more than [MaxDocumentBytes] of
-// document bytes.
+// hash that is not 64 lowercase hex, more than [MaxDocumentBytes] of
+// document bytes, or more than [MaxFrameBytes] in all (an [OverBudgetError]
+// with Frame set): nothing over a bound is ever sent.
 func Marshal(f Frame) ([]byte, error) {
+	b, err := marshal(f)
+	if err == nil && len(b) > MaxFrameBytes {
+		return nil, &OverBudgetError{Doc: f.Doc, Bytes: len(b), Frame: true}
+	}
+	return b, err
+}
+
+func marshal(f Frame) ([]byte, error) {
 	b := make([]byte, 0, 64+len(f.Blob)*4/3)
 	b = append(b, Prefix...)
 	b = append(b, `{"v":`...)

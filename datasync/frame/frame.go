@@ -91,14 +91,26 @@ var (
 	ErrOverBudget = errors.New("datasync/frame: over the document-byte budget")
 )
 
-// OverBudgetError says which document broke the budget, so the receiver can
-// report it (§Reporting). It matches [ErrOverBudget] with errors.Is.
+// OverBudgetError says which bound a frame broke and, when it names one,
+// which document, so the receiver can report it (§Reporting). It matches
+// [ErrOverBudget] with errors.Is.
 type OverBudgetError struct {
-	Doc   string // empty when the frame names no document
-	Bytes int    // decoded size the base64 text declares
+	Doc   string // empty when the frame names no single document
+	Bytes int    // the document bytes declared, or the frame's length
+	// Frame is set when the frame is longer than [MaxFrameBytes] (Bytes
+	// is its length); otherwise it carries more than [MaxDocumentBytes].
+	Frame bool
 }
 
 func (e *OverBudgetError) Error() string {
+	switch {
+	case e.Frame && e.Doc != "":
+		return fmt.Sprintf("datasync/frame: frame for document %q is %d bytes, over the %d-byte frame bound", e.Doc, e.Bytes, MaxFrameBytes)
+	case e.Frame:
+		return fmt.Sprintf("datasync/frame: frame is %d bytes, over the %d-byte frame bound", e.Bytes, MaxFrameBytes)
+	case e.Doc == "":
+		return fmt.Sprintf("datasync/frame: offer carries %d bytes of versions, over the %d-byte budget", e.Bytes, MaxDocumentBytes)
+	}
 	return fmt.Sprintf("datasync/frame: document %q carries %d bytes, over the %d-byte budget", e.Doc, e.Bytes, MaxDocumentBytes)
 }
 

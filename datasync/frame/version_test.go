@@ -2,6 +2,7 @@ package frame
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +17,15 @@ func TestNonIntegerVersionIsUnknown(t *testing.T) {
 	}
 	if f, err := Parse([]byte(Prefix + `{"v":1,"k":"need_snap","doc":"x"}`)); err != nil || f.V != 1 {
 		t.Fatalf("v=1: %v", err)
+	}
+}
+
+// Marshal never writes a frame over the length bound: a need_snap whose
+// name alone is longer is refused, with text naming the frame bound.
+func TestMarshalRefusesOverLongFrame(t *testing.T) {
+	_, err := Marshal(Frame{V: 1, Kind: KindNeedSnap, Doc: strings.Repeat("n", MaxFrameBytes)})
+	var ob *OverBudgetError
+	if !errors.As(err, &ob) || !ob.Frame || !strings.Contains(err.Error(), "frame bound") {
+		t.Fatalf("over-long frame: %v", err)
 	}
 }
