@@ -120,8 +120,9 @@ func (st *Store) appendRange(ctx context.Context, mb string, msgs []hub.Message,
 	}
 	var set setResp
 	var check mailboxCheck
-	err := st.request(ctx, call{"Email/set", map[string]any{"accountId": st.s.accountID, "create": create}, &set},
-		st.mailboxCheckCall(mb, &check))
+	calls := append([]call{{"Email/set", map[string]any{"accountId": st.s.accountID, "create": create}, &set}},
+		st.mailboxCheckCalls(1, &check)...)
+	err := st.request(ctx, calls...)
 	if err != nil {
 		return err
 	}

@@ -65,15 +65,16 @@ func (st *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, er
 
 // changesIn runs Changes against mailbox mb.
 func (st *Store) changesIn(ctx context.Context, mb string, cur *cursor) (hub.Changes, error) {
-	if cur.State == "" || cur.Account != st.s.accountID || cur.Mailbox != mb {
-		return st.resync(ctx, mb, cur)
+	if cur.State == "" || cur.Server != st.s.server() || cur.Account != st.s.accountID || cur.Mailbox != mb {
+		// Not this mailbox's cursor (or none): from nothing.
+		return st.resync(ctx, mb, &cursor{V: cursorVersion}, cur.Known)
 	}
 	ch, err := st.incremental(ctx, mb, cur)
 	var me *MethodError
 	if errors.As(err, &me) && me.Method == "Email/changes" &&
 		(me.Type == "cannotCalculateChanges" || me.Type == "invalidArguments") {
 		st.log.Debug("jmaphub: full resync", "reason", me.Type)
-		return st.resync(ctx, mb, cur)
+		return st.resync(ctx, mb, cur, nil)
 	}
 	return ch, wrapOp("changes", err)
 }
@@ -90,7 +91,7 @@ func (st *Store) incremental(ctx context.Context, mb string, cur *cursor) (hub.C
 		calls := []call{{"Email/changes", map[string]any{"accountId": st.s.accountID, "sinceState": state}, &r}}
 		var check mailboxCheck
 		if page == 0 {
-			calls = append(calls, st.mailboxCheckCall(mb, &check))
+			calls = append(calls, st.mailboxCheckCalls(len(calls), &check)...)
 		}
 		err := st.request(ctx, calls...)
 		if check.gone(mb) { // decoded even when Email/changes failed
@@ -146,7 +147,7 @@ func (st *Store) incremental(ctx context.Context, mb string, cur *cursor) (hub.C
 			out.Removed = append(out.Removed, hub.ID(id))
 		}
 	}
-	next := &cursor{V: cursorVersion, Account: st.s.accountID, Mailbox: mb, State: state, Known: keys(known)}
+	next := &cursor{V: cursorVersion, Server: st.s.server(), Account: st.s.accountID, Mailbox: mb, State: state, Known: keys(known)}
 	out.Cursor = next.encode()
 	return out, nil
 }

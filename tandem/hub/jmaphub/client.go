@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,13 +27,20 @@ type client struct {
 	http *http.Client
 }
 
+// do sends req. A transport failure (refused, reset, no answer before
+// the request's deadline) is a *hub.UnavailableError; a request whose
+// context was cancelled returns the cancellation.
 func (c *client) do(req *http.Request) (*http.Response, error) {
 	if c.cfg.Username != "" || c.cfg.Password != "" {
 		req.SetBasicAuth(c.cfg.Username, c.cfg.Password)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("jmaphub: %s %s: %w", req.Method, req.URL.Redacted(), err)
+		op := req.Method + " " + req.URL.Redacted()
+		if errors.Is(req.Context().Err(), context.Canceled) {
+			return nil, fmt.Errorf("jmaphub: %s: %w", op, err)
+		}
+		return nil, &hub.UnavailableError{Op: op, Err: err}
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
@@ -57,11 +65,15 @@ func httpError(resp *http.Response) error {
 	return e
 }
 
-// readBody reads at most limit bytes; a longer body is a bad answer.
+// readBody reads at most limit bytes; a longer body is a bad answer. A
+// body cut short (the connection failed) is a *hub.UnavailableError.
 func readBody(resp *http.Response, limit int64, op string) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, &hub.ProtocolError{Op: op, Msg: "reading the answer", Err: err}
+		if errors.Is(resp.Request.Context().Err(), context.Canceled) {
+			return nil, fmt.Errorf("jmaphub: %s: %w", op, err)
+		}
+		return nil, &hub.UnavailableError{Op: op + ": reading the answer", Err: err}
 	}
 	if int64(len(body)) > limit {
 		return nil, badResponse(op, "answer longer than %d bytes", limit)
@@ -141,6 +153,8 @@ func (c *client) request(ctx context.Context, s *session, calls ...call) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
+	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("jmaphub: %w", err)
@@ -227,6 +241,8 @@ func (c *client) download(ctx context.Context, s *session, blobID string) ([]byt
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("jmaphub: %w", err)

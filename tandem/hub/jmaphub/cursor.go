@@ -13,17 +13,23 @@ const cursorVersion = 1
 
 // cursor is the binding's position (hub.Cursor), serialized as JSON:
 //
-//	{"v":1,"account":"<accountId>","mailbox":"<Tandem mailbox id>",
-//	 "state":"<Email state>","known":["<Email id>",...]}
+//	{"v":1,"server":"<API URL>","account":"<accountId>",
+//	 "mailbox":"<Tandem mailbox id>","state":"<Email state>",
+//	 "known":["<Email id>",...]}
 //
 // known lists the ids reported as added and not yet as removed, sorted: the
 // binding needs them to tell a message moved out of Tandem (an update) from
 // one that never was in it, and to report only known ids as removed
-// (§10.2 changes). A cursor for another account or mailbox, or without a
-// state, makes Changes do a full resync. Decision:
-// docs/decisions/tandem-hub-jmap-changes.md.
+// (§10.2 changes). A cursor for another server, account or mailbox is a
+// full resync from nothing (hub.Changes.Reset): its known ids count for
+// nothing here, since servers that derive ids from message bytes give the
+// same message the same id in two accounts. A cursor without a server
+// (written before it was recorded) counts as another server's. Decisions:
+// docs/decisions/tandem-hub-jmap-changes.md,
+// docs/decisions/tandem-hub-cursor-identity.md.
 type cursor struct {
 	V       int      `json:"v"`
+	Server  string   `json:"server"`
 	Account string   `json:"account"`
 	Mailbox string   `json:"mailbox"`
 	State   string   `json:"state"`

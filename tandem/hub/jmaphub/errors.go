@@ -24,7 +24,8 @@ var (
 	// holds the SetError type.
 	ErrSetFailed = errors.New("jmaphub: JMAP set failed")
 	// ErrNoMailbox: the Tandem mailbox could not be found or created (§10.2).
-	ErrNoMailbox = errors.New("jmaphub: no Tandem mailbox")
+	// Errors that match it match hub.ErrNoFolder too.
+	ErrNoMailbox = fmt.Errorf("jmaphub: no Tandem mailbox: %w", hub.ErrNoFolder)
 )
 
 // HTTPError is an HTTP answer other than success, with the RFC 7807 problem
@@ -46,8 +47,15 @@ func (e *HTTPError) Error() string {
 	return s
 }
 
-// Is reports whether target is ErrHTTP.
-func (e *HTTPError) Is(target error) bool { return target == ErrHTTP }
+// Is reports whether target is ErrHTTP, or hub.ErrAuth for 401 and 403:
+// the server refused the credential (§13.3).
+//
+// A 5xx status or 429 (Too Many Requests) also matches hub.ErrUnavailable:
+// the server is there but cannot serve now; retrying later may succeed.
+func (e *HTTPError) Is(target error) bool {
+	return target == ErrHTTP || (target == hub.ErrAuth && (e.Status == 401 || e.Status == 403)) ||
+		(target == hub.ErrUnavailable && (e.Status >= 500 || e.Status == 429))
+}
 
 // MethodError is a method-level error response (RFC 8620 §3.6.2), such as
 // cannotCalculateChanges or invalidArguments. It matches ErrMethod.

@@ -107,7 +107,7 @@ func (m *mailModel) get(a map[string]any) (string, any) {
 			o["header:Tandem-Channel:asRaw"] = *e.channel
 		}
 		if e.ctype != "" {
-			o["header:Content-Type:asRaw"] = e.ctype
+			o["header:Content-Type:asRaw:all"] = []string{e.ctype}
 		}
 		m.f.blobs["b"+id] = e.blob
 		list = append(list, o)

@@ -3,7 +3,7 @@ package jmaphub
 import (
 	"context"
 	"errors"
-	"slices"
+	"strconv"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
@@ -62,23 +62,42 @@ func (st *Store) ensureMailbox(ctx context.Context) (string, error) {
 	return id, nil
 }
 
-// errMailboxGone means the cached Tandem mailbox no longer exists (another
-// client destroyed it).
+// errMailboxGone means the cached Tandem mailbox is no longer the one
+// §10.2 selects (another client destroyed, renamed or moved it).
 var errMailboxGone = errors.New("jmaphub: the Tandem mailbox was destroyed")
 
-// mailboxCheck is a Mailbox/get of the cached Tandem mailbox, sent along
-// with the first request of Changes so that a destroyed mailbox costs no
-// extra round trip to notice.
+// mailboxCheck is the §10.2 mailbox lookup (the calls of findMailbox),
+// sent along with the first request of Changes and with every append, so
+// that noticing a mailbox destroyed, renamed or moved by another client
+// costs no extra round trip.
 type mailboxCheck struct {
-	NotFound []string `json:"notFound"`
+	named, inbox queryResp
+	got          struct {
+		List []mailboxInfo `json:"list"`
+	}
 }
 
-func (st *Store) mailboxCheckCall(mb string, into *mailboxCheck) call {
-	return call{"Mailbox/get", map[string]any{"accountId": st.s.accountID, "ids": []string{mb},
-		"properties": []string{"id"}}, into}
+// mailboxCheckCalls returns the lookup's calls, to be placed at index at
+// of the request (the Mailbox/get refers back to the Mailbox/query).
+func (st *Store) mailboxCheckCalls(at int, into *mailboxCheck) []call {
+	acct := st.s.accountID
+	return []call{
+		{"Mailbox/query", map[string]any{"accountId": acct, "filter": map[string]any{"name": hub.Folder}}, &into.named},
+		{"Mailbox/get", map[string]any{"accountId": acct, "properties": []string{"id", "name", "parentId"},
+			"#ids": resultRef{strconv.Itoa(at), "Mailbox/query", "/ids"}}, &into.got},
+		{"Mailbox/query", map[string]any{"accountId": acct, "filter": map[string]any{"role": "inbox"}}, &into.inbox},
+	}
 }
 
-func (c *mailboxCheck) gone(mb string) bool { return slices.Contains(c.NotFound, mb) }
+// gone reports whether the lookup answered, and selects another mailbox
+// than mb (or none): mb was destroyed, renamed or moved, and is no longer
+// the Tandem mailbox of §10.2.
+func (c *mailboxCheck) gone(mb string) bool {
+	if c.got.List == nil || c.inbox.IDs == nil {
+		return false // not answered: the request's error says why
+	}
+	return pickMailbox(c.got.List, c.inbox.IDs) != mb
+}
 
 // forgetMailbox drops the cached mailbox id if it is still mb, so that the
 // next ensureMailbox looks it up (and creates it) again.
@@ -92,21 +111,11 @@ func (st *Store) forgetMailbox(mb string) {
 
 // findMailbox applies the lookup rules of §10.2; "" means there is none.
 func (st *Store) findMailbox(ctx context.Context) (string, error) {
-	var named, inbox queryResp
-	var got struct {
-		List []mailboxInfo `json:"list"`
-	}
-	acct := st.s.accountID
-	err := st.request(ctx,
-		call{"Mailbox/query", map[string]any{"accountId": acct, "filter": map[string]any{"name": hub.Folder}}, &named},
-		call{"Mailbox/get", map[string]any{"accountId": acct, "properties": []string{"id", "name", "parentId"},
-			"#ids": resultRef{"0", "Mailbox/query", "/ids"}}, &got},
-		call{"Mailbox/query", map[string]any{"accountId": acct, "filter": map[string]any{"role": "inbox"}}, &inbox},
-	)
-	if err != nil {
+	var check mailboxCheck
+	if err := st.request(ctx, st.mailboxCheckCalls(0, &check)...); err != nil {
 		return "", err
 	}
-	return pickMailbox(got.List, inbox.IDs), nil
+	return pickMailbox(check.got.List, check.inbox.IDs), nil
 }
 
 // pickMailbox is the choice of §10.2 among the mailboxes a name query

@@ -22,12 +22,21 @@ const resyncAttempts = 3
 // inMailbox, paged by anchor so that concurrent removals shift nothing, each
 // page's mailboxIds and channel read by a back-referenced Email/get in the
 // same request. Changes after the state are replayed by the next
-// Email/changes, which the known set makes idempotent.
-func (st *Store) resync(ctx context.Context, mb string, cur *cursor) (hub.Changes, error) {
+// Email/changes, which the known set makes idempotent. void, when not nil,
+// are the ids of a cursor that did not count this mailbox: the result is a
+// hub.Changes.Reset that removes them all and adds everything present.
+func (st *Store) resync(ctx context.Context, mb string, cur *cursor, void []string) (hub.Changes, error) {
 	var err error
 	for range resyncAttempts {
 		var ch hub.Changes
 		ch, err = st.resyncOnce(ctx, mb, cur)
+		if err == nil && void != nil {
+			ch.Reset = true
+			ch.Removed = make([]hub.ID, len(void))
+			for i, id := range void {
+				ch.Removed[i] = hub.ID(id)
+			}
+		}
 		var me *MethodError
 		if errors.As(err, &me) && me.Type == "anchorNotFound" {
 			continue
@@ -60,8 +69,8 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 		var calls []call
 		var check mailboxCheck
 		if first { // the state comes before the first page
-			calls = append(calls, st.mailboxCheckCall(mb, &check),
-				call{"Email/get", map[string]any{"accountId": acct, "ids": []string{}}, &stateResp})
+			calls = append(calls, st.mailboxCheckCalls(0, &check)...)
+			calls = append(calls, call{"Email/get", map[string]any{"accountId": acct, "ids": []string{}}, &stateResp})
 		}
 		var qr queryResp
 		var gr struct {
@@ -108,12 +117,12 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 		}
 		anchor = qr.IDs[len(qr.IDs)-1]
 	}
-	return diffKnown(cur, present, order, acct, mb, stateResp.State), nil
+	return diffKnown(cur, present, order, st.s.server(), acct, mb, stateResp.State), nil
 }
 
 // diffKnown turns the set of messages present in the mailbox into changes
 // against the cursor's known ids.
-func diffKnown(cur *cursor, present map[string]string, order []string, acct, mb, state string) hub.Changes {
+func diffKnown(cur *cursor, present map[string]string, order []string, server, acct, mb, state string) hub.Changes {
 	known := cur.knownSet()
 	var out hub.Changes
 	for _, id := range cur.Known {
@@ -126,7 +135,7 @@ func diffKnown(cur *cursor, present map[string]string, order []string, acct, mb,
 			out.Added = append(out.Added, hub.Added{ID: hub.ID(id), Channel: present[id]})
 		}
 	}
-	next := &cursor{V: cursorVersion, Account: acct, Mailbox: mb, State: state, Known: keys(present)}
+	next := &cursor{V: cursorVersion, Server: server, Account: acct, Mailbox: mb, State: state, Known: keys(present)}
 	out.Cursor = next.encode()
 	return out
 }

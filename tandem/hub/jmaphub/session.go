@@ -58,6 +58,8 @@ type coreCapability struct {
 // fetchSession GETs the session resource and checks that it offers the mail
 // capability with a primary account.
 func (c *client) fetchSession(ctx context.Context) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.SessionURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("jmaphub: session URL: %w", err)
@@ -117,6 +119,15 @@ func parseSession(base *url.URL, doc *sessionDoc) (*session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// server names the server in cursors: the API URL, resolved.
+func (s *session) server() string {
+	u, err := s.resolve(s.apiURL, nil)
+	if err != nil {
+		return s.apiURL
+	}
+	return u.String()
 }
 
 // positiveOr clamps a server limit: a missing or non-positive value (a

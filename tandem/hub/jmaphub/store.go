@@ -33,6 +33,24 @@ type Config struct {
 	PollInterval time.Duration
 	// Logger receives debug and warning records; nil means slog.Default().
 	Logger *slog.Logger
+	// RequestTimeout bounds every request (the session, an API call, a
+	// download, a poll, the wait for an event stream's first answer):
+	// zero means DefaultRequestTimeout. A request that gets no whole
+	// answer in time fails with hub.ErrUnavailable.
+	RequestTimeout time.Duration
+}
+
+// DefaultRequestTimeout is the default Config.RequestTimeout. A silent
+// server or path is noticed within it (a poll, an API call), or within two
+// ping intervals on an open event stream
+// (docs/decisions/tandem-hub-jmap-polling.md).
+const DefaultRequestTimeout = 60 * time.Second
+
+func (cfg *Config) requestTimeout() time.Duration {
+	if cfg.RequestTimeout > 0 {
+		return cfg.RequestTimeout
+	}
+	return DefaultRequestTimeout
 }
 
 // Store is the JMAP binding of the hub store (§10.2). It implements

@@ -28,18 +28,22 @@ const (
 // answers 204 No Content): Watch polls instead.
 var errNoPush = errors.New("jmaphub: server has no EventSource push")
 
-// errSilent means neither an event nor a ping came for two ping intervals.
-var errSilent = errors.New("jmaphub: event stream silent for two ping intervals")
+// errSilent means neither an event nor a ping came for two ping intervals,
+// or the stream's request got no answer within the request timeout.
+var errSilent = errors.New("jmaphub: event stream silent (no answer, or no event or ping for two ping intervals)")
 
 // Watch calls onChange whenever the account's emails may have changed, until
 // ctx ends or the store is closed (§10.2 watch). It uses EventSource push
 // (RFC 8620 §7.3) with types=Email, closeafter=no, ping=60, and calls
 // onChange on every StateChange that names Email in the account. The server
 // says its ping interval in every ping; when neither an event nor a ping
-// arrives for two intervals, Watch reconnects. After every (re)connect it
-// calls onChange once, since events may have been missed. A server without
-// push (no eventSourceUrl, or 204, 404, 405 or 501 to the request) is polled
-// with Email/changes every Config.PollInterval instead.
+// arrives for two intervals (or the stream gets no answer within
+// Config.RequestTimeout), Watch returns a hub.ErrUnavailable error so the
+// caller reconnects. A stream the server ends is reopened; after every
+// (re)connect Watch calls onChange once, since events may have been
+// missed. A server without push (no eventSourceUrl, or 204, 404, 405 or
+// 501 to the request) is polled with Email/changes every
+// Config.PollInterval instead, each poll bounded by Config.RequestTimeout.
 //
 // Watch returns ctx.Err() when ctx ends, hub.ErrClosed after Close, or the
 // error that broke the connection.
@@ -75,8 +79,9 @@ func (st *Store) watch(ctx context.Context, onChange func()) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, errSilent):
-			st.log.Debug("jmaphub: event stream silent, reconnecting")
-			delay = 0
+			// A silent path: Watch returns so the caller reconnects
+			// (and runs Changes), as IMAP's Watch does.
+			return &hub.UnavailableError{Op: "watch", Err: err}
 		case errors.Is(err, io.EOF):
 			// The server ended the stream: reconnect, pausing longer each
 			// time a stream brings nothing.
@@ -112,7 +117,17 @@ func (st *Store) stream(ctx context.Context, onChange func()) (int, error) {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
+	var silent atomic.Bool
+	// Until the answer's headers, the request timeout bounds the wait.
+	connecting := time.AfterFunc(st.c.cfg.requestTimeout(), func() { silent.Store(true); cancel() })
 	resp, err := st.c.do(req)
+	connecting.Stop()
+	if silent.Load() {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return 0, errSilent
+	}
 	var he *HTTPError
 	if errors.As(err, &he) && (he.Status == 404 || he.Status == 405 || he.Status == 501) {
 		return 0, errNoPush
@@ -128,7 +143,6 @@ func (st *Store) stream(ctx context.Context, onChange func()) (int, error) {
 		return 0, badResponse("eventsource", "Content-Type %q, want text/event-stream", resp.Header.Get("Content-Type"))
 	}
 	onChange() // connected: catch up on anything missed before
-	var silent atomic.Bool
 	timeout := 2 * pingSeconds * time.Second
 	timer := time.AfterFunc(timeout, func() { silent.Store(true); cancel() })
 	defer timer.Stop()

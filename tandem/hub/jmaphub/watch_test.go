@@ -77,8 +77,8 @@ func TestWatchEventSource(t *testing.T) {
 			send("state", `{"@type":"StateChange","changed":{"other":{"Email":"x"}}}`)
 			send("state", `{"@type":"StateChange","changed":{"A1":{"Mailbox":"m2"}}}`)
 			send("state", stateChangeA1)
-			// Then silence: no event, no ping. The client must reconnect
-			// after two intervals (2 s).
+			// Then silence: no event, no ping. Watch must end after two
+			// intervals (2 s) so that the caller reconnects.
 		}
 		<-r.Context().Done()
 	}}
@@ -95,14 +95,14 @@ func TestWatchEventSource(t *testing.T) {
 	close(release)
 	waitCall(t, calls, done, "a StateChange naming Email in the account")
 	noCall(t, calls, 500*time.Millisecond, "StateChanges of other accounts or types")
-	// Two silent ping intervals: reconnect, and run changes again.
-	waitCall(t, calls, done, "the reconnect after silence")
-	if n := srv.conns.Load(); n != 2 {
-		t.Fatalf("%d connections after one silent period, want 2", n)
-	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Watch after cancel: %v", err)
+	// Two silent ping intervals: Watch returns hub.ErrUnavailable.
+	select {
+	case err := <-done:
+		if !errors.Is(err, hub.ErrUnavailable) || errors.Is(err, hub.ErrProtocol) {
+			t.Fatalf("Watch after a silent stream: %v, want hub.ErrUnavailable", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Watch still running after two silent ping intervals")
 	}
 }
 
