@@ -24,6 +24,8 @@ type Proxy struct {
 	silent  bool
 	refuse  bool
 	rewrite func([]byte) []byte
+	toSrv   func([]byte) []byte
+	cutLeft int // > 0: cut all connections after this many more server bytes
 	wake    *sync.Cond // broadcast when silent ends or the proxy closes
 	closed  bool
 	wg      sync.WaitGroup
@@ -98,6 +100,29 @@ func (p *Proxy) Rewrite(f func([]byte) []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rewrite = f
+}
+
+// RewriteClient sets a function applied to every chunk the client sends
+// before it goes to the server (nil: none): a test makes the server refuse
+// a command by renaming it.
+func (p *Proxy) RewriteClient(f func([]byte) []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.toSrv = f
+}
+
+// CutAfter cuts every connection once the server has sent n more bytes
+// (through any connection): the client sees an answer end in the middle.
+// n <= 0 turns it off.
+func (p *Proxy) CutAfter(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutLeft = n
+}
+
+// Replace returns a rewrite function that replaces old with new.
+func Replace(old, new string) func([]byte) []byte {
+	return func(b []byte) []byte { return bytes.ReplaceAll(b, []byte(old), []byte(new)) }
 }
 
 // DropToken returns a Rewrite function that removes " "+token from every
@@ -193,13 +218,30 @@ func (p *Proxy) pipe(c *pair, src, dst net.Conn, fromServer bool) {
 				p.wake.Wait()
 				_, open = p.conns[c]
 			}
-			rw := p.rewrite
+			rw := p.toSrv
+			if fromServer {
+				rw = p.rewrite
+			}
+			cut := false
+			if fromServer && p.cutLeft > 0 {
+				if len(chunk) >= p.cutLeft {
+					chunk, cut = chunk[:p.cutLeft], true
+					p.cutLeft = 0
+				} else {
+					p.cutLeft -= len(chunk)
+				}
+			}
 			p.mu.Unlock()
 			if !open {
 				return
 			}
-			if fromServer && rw != nil {
+			if rw != nil {
 				chunk = rw(chunk)
+			}
+			if cut {
+				dst.Write(chunk)
+				p.Cut()
+				return
 			}
 			if _, werr := dst.Write(chunk); werr != nil {
 				return

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -86,5 +87,27 @@ func TestProxyFaults(t *testing.T) {
 	}
 	if p.Accepted() < 2 {
 		t.Fatalf("accepted %d", p.Accepted())
+	}
+}
+
+func TestProxyCutAfterAndClientRewrite(t *testing.T) {
+	p := Start(t, echo(t))
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p.RewriteClient(Replace("hi", "yo"))
+	if l, err := roundTrip(c, r, time.Second); err != nil || l != "* IDLE yo\n" {
+		t.Fatalf("client rewrite: %q %v", l, err)
+	}
+	p.CutAfter(3)
+	c.SetDeadline(time.Now().Add(time.Second))
+	c.Write([]byte("hello\n"))
+	b := make([]byte, 100)
+	n, _ := io.ReadFull(r, b)
+	if string(b[:n]) != "* I" {
+		t.Fatalf("cut after 3 bytes: read %q", b[:n])
 	}
 }
