@@ -18,6 +18,9 @@ import (
 func (d *Device) CreateCollection(name string) (CollectionID, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return CollectionID{}, err
+	}
 	hlc, err := d.clock.Next()
 	if err != nil {
 		return CollectionID{}, err
@@ -61,16 +64,22 @@ func (d *Device) CreateCollection(name string) (CollectionID, error) {
 		return CollectionID{}, err
 	}
 
-	d.colls[cid] = coll
-	coll.epochs[st.ID()] = chg.Key
-	d.chans[ch.tag] = ch
+	d.delta.Statements = append(d.delta.Statements, savedStatement(cid, [32]byte{}, st.Body(), st.Sig()))
+	var ws []stateWrite
 	for _, w := range homeWrites {
-		d.home.Add(w)
+		ws = append(ws, stateWrite{d.home, w})
 	}
 	for _, w := range metaWrites {
-		coll.state.Add(w)
+		ws = append(ws, stateWrite{coll.state, w})
 	}
-	d.outbox = append(d.outbox, genesisMsg, homeMsg, metaMsg)
+	err = d.applyLocal(ws, []outMsg{genesisMsg, homeMsg, metaMsg}, func() {
+		d.colls[cid] = coll
+		coll.epochs[st.ID()] = chg.Key
+		d.chans[ch.tag] = ch
+	})
+	if err != nil {
+		return CollectionID{}, err
+	}
 	return cid, nil
 }
 
@@ -175,8 +184,9 @@ func (d *Device) Write(c CollectionID, change record.Change) (*record.Write, err
 	if err != nil {
 		return nil, err
 	}
-	coll.state.Add(ws[0])
-	d.outbox = append(d.outbox, m)
+	if err := d.applyLocal([]stateWrite{{coll.state, ws[0]}}, []outMsg{m}, nil); err != nil {
+		return nil, err
+	}
 	return ws[0], nil
 }
 
@@ -226,4 +236,42 @@ func (d *Device) Name(c CollectionID) ([]string, error) {
 		out = append(out, string(s.Value))
 	}
 	return out, nil
+}
+
+// stateWrite is a write to add to a state.
+type stateWrite struct {
+	s *record.State
+	w *record.Write
+}
+
+// applyLocal commits a local edit to the journal, then applies it: each
+// write to its state and each message to the outbox, then extra. A failed
+// commit changes nothing (§13.3: a local write is durable before the call
+// returns, or it did not happen). d.mu is held.
+func (d *Device) applyLocal(ws []stateWrite, msgs []outMsg, extra func()) error {
+	if err := d.usable(); err != nil {
+		d.delta = Delta{}
+		return err
+	}
+	seq := d.outSeq
+	for i := range msgs {
+		seq++
+		msgs[i].seq = seq
+		d.delta.OutAdd = append(d.delta.OutAdd, SavedOut{Seq: seq, Channel: msgs[i].channel, Envelope: msgs[i].envelope})
+	}
+	for _, x := range ws {
+		d.delta.Writes = append(d.delta.Writes, x.w)
+	}
+	if err := d.commit(); err != nil {
+		return fmt.Errorf("tandem/client: saving the edit: %w", err)
+	}
+	d.outSeq = seq
+	for _, x := range ws {
+		x.s.Add(x.w)
+	}
+	d.outbox = append(d.outbox, msgs...)
+	if extra != nil {
+		extra()
+	}
+	return nil
 }

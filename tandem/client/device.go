@@ -55,6 +55,14 @@ type Config struct {
 	// FetchBatch is the number of messages per Fetch; zero means
 	// DefaultFetchBatch.
 	FetchBatch int
+	// DeviceID, when set, is this installation's device ID, kept from an
+	// earlier run (§5.3); nil picks a new random one.
+	DeviceID *suite.DeviceID
+	// HLC is the clock's last value from an earlier run: new writes are
+	// always later (§9.1), whatever the wall clock says.
+	HLC suite.HLC
+	// Journal persists every change; nil keeps the device in memory.
+	Journal Journal
 }
 
 // Device is one installation of one user (§5.3, §6): the identity derived
@@ -70,7 +78,7 @@ type Device struct {
 	dev     suite.DeviceID
 	clock   *record.Clock
 	store   hub.Store
-	pub     *hub.Publisher
+	journal Journal
 	rand    io.Reader
 	log     *slog.Logger
 	name    string
@@ -87,8 +95,13 @@ type Device struct {
 	ensured bool
 	msgs    map[hub.ID]*msgInfo
 	order   []hub.ID
+	byHash  map[[32]byte]hub.ID // fetched or published messages in the folder, by H(envelope)
 	held    []*heldMsg
 	outbox  []outMsg
+	outSeq  uint64
+	delta   Delta // changes not yet given to the journal
+	broken  error // a journal commit failed after memory changed
+	now     func() time.Time
 }
 
 // channel is a channel this device follows: home, or one epoch of a
@@ -103,9 +116,11 @@ type channel struct {
 type msgInfo struct {
 	channel string
 	done    bool
+	hash    [32]byte
 }
 
 type outMsg struct {
+	seq      uint64
 	channel  string
 	envelope []byte
 }
@@ -116,6 +131,8 @@ type heldMsg struct {
 	id   hub.ID
 	ch   *channel
 	hash [32]byte
+	env  []byte
+	seen time.Time
 	data []*record.Verified
 }
 
@@ -133,13 +150,12 @@ type collection struct {
 // backup key, this is all it takes to be the user (§6.3 "Restoring"); it
 // then finds the user's collections in home when it syncs (§6.2).
 func New(cfg Config) (*Device, error) {
-	if cfg.Hub == nil {
-		return nil, fmt.Errorf("tandem/client: Config.Hub is nil")
-	}
 	d := &Device{
 		id:      suite.NewIdentity(cfg.Secret),
 		store:   cfg.Hub,
-		pub:     hub.NewPublisher(cfg.Hub),
+		journal: cfg.Journal,
+		now:     cfg.Now,
+		byHash:  map[[32]byte]hub.ID{},
 		rand:    cfg.Rand,
 		log:     cfg.Logger,
 		name:    cfg.Name,
@@ -161,10 +177,15 @@ func New(cfg Config) (*Device, error) {
 	if d.batch <= 0 {
 		d.batch = DefaultFetchBatch
 	}
-	if _, err := io.ReadFull(d.rand, d.dev[:]); err != nil {
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if cfg.DeviceID != nil {
+		d.dev = *cfg.DeviceID
+	} else if _, err := io.ReadFull(d.rand, d.dev[:]); err != nil {
 		return nil, fmt.Errorf("tandem/client: device ID: %w", err)
 	}
-	d.clock = record.NewClock(suite.HLC{}, cfg.Now)
+	d.clock = record.NewClock(cfg.HLC, cfg.Now)
 	// Home is one epoch (counter 0) with the home scope; every home record
 	// is named (§6.2, §7.3).
 	d.home = record.NewState(record.NewValidator(record.Rules{Scope: d.id.HomeScope, Home: true}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
@@ -39,60 +40,112 @@ type SyncReport struct {
 // was, so the next Sync reads the same changes again (merging is
 // idempotent). See docs/decisions/tandem-client-sync.md.
 func (d *Device) Sync(ctx context.Context) (*SyncReport, error) {
+	if d.store == nil {
+		return &SyncReport{}, fmt.Errorf("tandem/client: no hub: use SyncWith")
+	}
+	return d.SyncWith(ctx, d.store)
+}
+
+// SyncWith is Sync through store s: the hub the device syncs with, which
+// its owner opens when the network is there (the device itself never needs
+// it to start). Every Sync of one device must use the same hub, or one
+// whose cursor the device's was reset for.
+func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error) {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
 	rep := &SyncReport{}
-	if err := d.push(ctx, rep); err != nil {
+	d.mu.Lock()
+	err := d.usable()
+	d.mu.Unlock()
+	if err != nil {
 		return rep, err
 	}
-	err := d.pull(ctx, rep)
+	if err := d.ensure(ctx, s); err != nil {
+		return rep, err
+	}
+	if err := d.pull(ctx, s, rep); err != nil {
+		return rep, err
+	}
+	err = d.push(ctx, s, rep)
 	d.mu.Lock()
 	rep.Held = len(d.held)
 	d.mu.Unlock()
 	return rep, err
 }
 
-// push publishes the outbox in order. A Publisher never appends an
-// envelope the hub already holds (§10.2), so publishing again after an
-// error is safe.
-func (d *Device) push(ctx context.Context, rep *SyncReport) error {
+func (d *Device) ensure(ctx context.Context, s hub.Store) error {
 	d.mu.Lock()
-	out := append([]outMsg(nil), d.outbox...)
 	ensured := d.ensured
 	d.mu.Unlock()
-	if !ensured {
-		if err := d.store.EnsureFolder(ctx); err != nil {
-			return fmt.Errorf("tandem/client: ensure folder: %w", err)
-		}
-		d.mu.Lock()
-		d.ensured = true
-		d.mu.Unlock()
+	if ensured {
+		return nil
 	}
-	for i, m := range out {
-		if _, err := d.pub.Publish(ctx, m.channel, m.envelope); err != nil {
-			d.dropPublished(i)
-			return fmt.Errorf("tandem/client: publish: %w", err)
-		}
-		rep.Published++
+	if err := s.EnsureFolder(ctx); err != nil {
+		return fmt.Errorf("tandem/client: ensure folder: %w", err)
 	}
-	d.dropPublished(len(out))
+	d.mu.Lock()
+	d.ensured = true
+	d.mu.Unlock()
 	return nil
 }
 
-// dropPublished removes the first n outbox messages, which were published.
-// Writes made during the push were appended after them.
-func (d *Device) dropPublished(n int) {
+// push publishes the outbox in order, after pull: an envelope the folder
+// already holds (by H(envelope), §10.2, §10.4: appended by an earlier run
+// whose answer was lost, or by another device) is not appended again.
+// Each append is committed to the journal with the message it made.
+func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.outbox = append([]outMsg(nil), d.outbox[n:]...)
+	out := append([]outMsg(nil), d.outbox...)
+	d.mu.Unlock()
+	for _, m := range out {
+		h := hub.Hash(m.envelope)
+		d.mu.Lock()
+		_, there := d.byHash[h]
+		d.mu.Unlock()
+		var id hub.ID
+		if !there {
+			var err error
+			if id, err = s.Append(ctx, m.channel, m.envelope); err != nil {
+				return fmt.Errorf("tandem/client: publish: %w", err)
+			}
+		}
+		rep.Published++
+		d.mu.Lock()
+		if !there {
+			d.msgs[id] = &msgInfo{channel: m.channel, hash: h}
+			d.order = append(d.order, id)
+			d.byHash[h] = id
+			d.mark(id, MsgDone)
+		}
+		d.dropPublished(m.seq)
+		err := d.commitSynced()
+		d.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (d *Device) pull(ctx context.Context, rep *SyncReport) error {
-	ch, err := d.store.Changes(ctx, d.cursor)
+// dropPublished removes outbox message seq, which was published. d.mu is
+// held.
+func (d *Device) dropPublished(seq uint64) {
+	d.outbox = slices.DeleteFunc(d.outbox, func(m outMsg) bool { return m.seq == seq })
+	d.delta.OutDel = append(d.delta.OutDel, seq)
+}
+
+func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
+	ch, err := s.Changes(ctx, d.cursor)
 	if err != nil {
 		return fmt.Errorf("tandem/client: changes: %w", err)
 	}
+	d.mu.Lock()
 	d.index(ch)
+	err = d.commitSynced()
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	deferred := map[hub.ID]bool{} // not processed this time (held limit)
 	for {
 		todo := d.todo(deferred)
@@ -101,7 +154,7 @@ func (d *Device) pull(ctx context.Context, rep *SyncReport) error {
 		}
 		for start := 0; start < len(todo); start += d.batch {
 			batch := todo[start:min(start+d.batch, len(todo))]
-			bodies, err := d.store.Fetch(ctx, batch)
+			bodies, err := s.Fetch(ctx, batch)
 			if err != nil {
 				return fmt.Errorf("tandem/client: fetch: %w", err)
 			}
@@ -111,7 +164,11 @@ func (d *Device) pull(ctx context.Context, rep *SyncReport) error {
 			rep.Fetched += len(bodies)
 			d.mu.Lock()
 			d.process(bodies, rep, deferred)
+			err = d.commitSynced()
 			d.mu.Unlock()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	d.mu.Lock()
@@ -122,23 +179,30 @@ func (d *Device) pull(ctx context.Context, rep *SyncReport) error {
 		}
 	}
 	d.cursor = ch.Cursor
+	d.delta.Cursor, d.delta.CursorSet = ch.Cursor, true
 	d.compact()
-	return nil
+	return d.commitSynced()
 }
 
 // index records every message the changes report, with its channel, so
-// that a channel followed later can still be read from the hub.
+// that a channel followed later can still be read from the hub. d.mu is
+// held.
 func (d *Device) index(ch hub.Changes) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	for _, a := range ch.Added {
 		if _, ok := d.msgs[a.ID]; !ok {
 			d.msgs[a.ID] = &msgInfo{channel: a.Channel}
 			d.order = append(d.order, a.ID)
+			d.mark(a.ID, MsgTodo)
 		}
 	}
 	for _, id := range ch.Removed {
-		delete(d.msgs, id)
+		if m, ok := d.msgs[id]; ok {
+			if d.byHash[m.hash] == id {
+				delete(d.byHash, m.hash)
+			}
+			delete(d.msgs, id)
+			d.delta.Gone = append(d.delta.Gone, id)
+		}
 	}
 }
 
@@ -173,6 +237,7 @@ type opened struct {
 	id   hub.ID
 	ch   *channel
 	hash [32]byte
+	env  []byte
 	p    *RecordPayload
 	data []*record.Verified // a data message's writes, once verifyData passed
 }
@@ -184,16 +249,19 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 	var homeMsgs, rosterMsgs, dataMsgs []*opened
 	for _, b := range bodies {
 		o, err := d.open(b)
-		if info := d.msgs[b.ID]; info != nil {
-			info.done = true
+		if info := d.msgs[b.ID]; info != nil && b.Err == nil {
+			info.hash = hub.Hash(b.Envelope)
+			d.byHash[info.hash] = b.ID
 		}
 		switch {
 		case errors.Is(err, errIgnore):
 			rep.Ignored++
+			d.mark(b.ID, MsgDone)
 		case err != nil:
 			d.reject(rep, b.ID, b.Channel, hub.Hash(b.Envelope), err)
 		case o == nil: // an inventory fragment, taken by the chain
 			rep.Applied++
+			d.mark(b.ID, MsgDone)
 		case o.ch.coll == nil:
 			homeMsgs = append(homeMsgs, o)
 		case o.p.Record == rosterRecordID:
@@ -256,9 +324,13 @@ func (d *Device) open(b hub.Body) (*opened, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, ch.coll.chain.AddFragment(f)
+		if err := ch.coll.chain.AddFragment(f); err != nil {
+			return nil, err
+		}
+		d.delta.Fragments = append(d.delta.Fragments, SavedFragment{Collection: ch.coll.id, Payload: p.Inventory})
+		return nil, nil
 	}
-	return &opened{id: b.ID, ch: ch, hash: hub.Hash(b.Envelope), p: p.Record}, nil
+	return &opened{id: b.ID, ch: ch, hash: hub.Hash(b.Envelope), env: b.Envelope, p: p.Record}, nil
 }
 
 // settle accounts for one message's verdict. d.mu is held.
@@ -266,17 +338,19 @@ func (d *Device) settle(o *opened, err error, rep *SyncReport, deferred map[hub.
 	switch {
 	case err == nil:
 		rep.Applied++
+		d.mark(o.id, MsgDone)
 	case errors.Is(err, errHeld):
 		if len(d.held) >= d.maxHeld {
 			// Not kept: read it again from the hub in a later Sync.
-			if info := d.msgs[o.id]; info != nil {
-				info.done = false
-			}
+			d.mark(o.id, MsgTodo)
 			deferred[o.id] = true
 			d.log.Warn("tandem/client: held-message limit reached", "id", o.id, "err", ErrHeldFull)
 			return
 		}
-		d.held = append(d.held, &heldMsg{id: o.id, ch: o.ch, hash: o.hash, data: o.data})
+		h := &heldMsg{id: o.id, ch: o.ch, hash: o.hash, env: o.env, seen: d.now(), data: o.data}
+		d.held = append(d.held, h)
+		d.mark(o.id, MsgHeld)
+		d.delta.HeldAdd = append(d.delta.HeldAdd, SavedHeld{ID: h.id, Channel: h.ch.tag, Envelope: h.env, FirstSeen: h.seen})
 	default:
 		d.reject(rep, o.id, o.ch.tag, o.hash, err)
 	}
@@ -285,6 +359,7 @@ func (d *Device) settle(o *opened, err error, rep *SyncReport, deferred map[hub.
 func (d *Device) reject(rep *SyncReport, id hub.ID, channel string, hash [32]byte, err error) {
 	re := &RejectError{ID: id, Channel: channel, Hash: hash, Err: err}
 	rep.Rejected = append(rep.Rejected, re)
+	d.mark(id, MsgRejected)
 	d.log.Warn("tandem/client: rejected message", "id", id, "channel", channel, "err", err)
 }
 
@@ -301,13 +376,15 @@ func (d *Device) retryHeld(rep *SyncReport) {
 			switch {
 			case errors.Is(err, errHeld):
 				d.held = append(d.held, h)
+				continue
 			case err == nil:
 				rep.Applied++
-				progress = true
+				d.mark(o.id, MsgDone)
 			default:
 				d.reject(rep, o.id, o.ch.tag, o.hash, err)
-				progress = true
 			}
+			progress = true
+			d.delta.HeldDel = append(d.delta.HeldDel, h.id)
 		}
 	}
 }
@@ -324,7 +401,7 @@ func (d *Device) applyHome(o *opened) error {
 		ws = append(ws, w)
 	}
 	for _, w := range ws {
-		d.home.Add(w)
+		d.keep(d.home, w)
 	}
 	return nil
 }
@@ -345,6 +422,7 @@ func (d *Device) applyRoster(o *opened) error {
 		if err := o.ch.coll.chain.Add(st, roster.Origin{Channel: o.ch.epoch}); err != nil {
 			return err
 		}
+		d.delta.Statements = append(d.delta.Statements, savedStatement(o.ch.coll.id, o.ch.epoch, st.Body(), st.Sig()))
 	}
 	return nil
 }
@@ -406,7 +484,7 @@ func (d *Device) admitData(o *opened) error {
 		ws = append(ws, w)
 	}
 	for _, w := range ws {
-		coll.state.Add(w)
+		d.keep(coll.state, w)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -41,6 +42,18 @@ var b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(bas
 
 // B32 encodes x as b32(x) (§5.2): lowercase, no padding.
 func B32(x []byte) string { return b32.EncodeToString(x) }
+
+// ParseB32 reads B32's form, in its one canonical spelling only.
+func ParseB32(s string) ([]byte, error) {
+	b, err := b32.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if b32.EncodeToString(b) != s {
+		return nil, errors.New("suite: not canonical b32")
+	}
+	return b, nil
+}
 
 // tag20 is b32(KDF(ikm, salt, info, 20)): a 32-character channel tag (§5.6).
 func tag20(ikm, salt []byte, info string) string {

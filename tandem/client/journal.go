@@ -1,0 +1,101 @@
+package client
+
+import (
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// Journal persists a device's changes. The durable device (package tandem)
+// implements it with SQLite; a nil Journal keeps everything in memory.
+//
+// Commit is called with every change of state, before the call that made it
+// returns, and must store the whole Delta atomically or nothing of it. For
+// a local edit (Write, CreateCollection) it is called before the edit enters
+// the in-memory state, so a failed Commit leaves the device unchanged. For
+// what Sync merges it is called once per fetched batch, after the batch was
+// merged in memory; a failed Commit then leaves the device Broken: its
+// memory is ahead of its disk, and the owner must reopen it from the
+// journal (package tandem does so).
+type Journal interface {
+	Commit(*Delta) error
+}
+
+// MsgState is what a device did with a hub message.
+type MsgState uint8
+
+// Message states, as the journal stores them.
+const (
+	MsgTodo     MsgState = iota // listed by Changes, not judged yet
+	MsgDone                     // applied, ignored, or published by this device
+	MsgRejected                 // rejected for good: never fetched again
+	MsgHeld                     // held for a missing dependency (§8.3, §9.4)
+)
+
+// Delta is one atomic change of a device's persisted state.
+type Delta struct {
+	HLC        suite.HLC       // the clock's last value (§9.1: never goes back)
+	Writes     []*record.Write // writes newly kept in home or a collection (the scope is the body's)
+	Statements []SavedStatement
+	Fragments  []SavedFragment
+	Msgs       []SavedMsg // upserts of the message index
+	Gone       []hub.ID   // messages no longer in the folder
+	OutAdd     []SavedOut
+	OutDel     []uint64 // outbox sequence numbers published
+	Cursor     hub.Cursor
+	CursorSet  bool
+	HeldAdd    []SavedHeld
+	HeldDel    []hub.ID
+}
+
+func (x *Delta) empty() bool {
+	return len(x.Writes)+len(x.Statements)+len(x.Fragments)+len(x.Msgs)+len(x.Gone)+
+		len(x.OutAdd)+len(x.OutDel)+len(x.HeldAdd)+len(x.HeldDel) == 0 && !x.CursorSet
+}
+
+// SavedStatement is a roster statement the chain of collection Collection
+// kept, read in epoch channel Origin (zero: created here).
+type SavedStatement struct {
+	Collection CollectionID
+	Origin     [32]byte
+	Payload    []byte // a §10.5 record payload of _roster holding the statement
+}
+
+// savedStatement makes the journal entry of st. d.mu is held.
+func savedStatement(c CollectionID, origin [32]byte, body suite.WriteBody, sig []byte) SavedStatement {
+	p, _ := EncodeRecordPayload(&RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: body, Sig: sig}}})
+	return SavedStatement{Collection: c, Origin: origin, Payload: p}
+}
+
+// SavedFragment is an inventory fragment payload the chain took.
+type SavedFragment struct {
+	Collection CollectionID
+	Payload    []byte
+}
+
+// SavedMsg is one entry of the message index.
+type SavedMsg struct {
+	ID      hub.ID
+	Channel string
+	State   MsgState
+	Hash    [32]byte // H(envelope), zero until fetched
+}
+
+// SavedOut is one queued envelope.
+type SavedOut struct {
+	Seq      uint64
+	Channel  string
+	Envelope []byte
+}
+
+// SavedHeld is a message held for a missing dependency, with its envelope
+// (judged again on restore) and the time it was first seen (§9.4 holding
+// limits).
+type SavedHeld struct {
+	ID        hub.ID
+	Channel   string
+	Envelope  []byte
+	FirstSeen time.Time
+}

@@ -1,0 +1,225 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+)
+
+// ErrBroken: a journal commit failed after Sync had changed the device's
+// memory; the device refuses further use and must be reopened from its
+// journal, which still holds everything committed before.
+var ErrBroken = errors.New("tandem/client: device must be reopened after a failed commit")
+
+// commit gives the pending delta to the journal. d.mu is held.
+func (d *Device) commit() error {
+	x := d.delta
+	d.delta = Delta{}
+	if d.journal == nil || x.empty() {
+		return nil
+	}
+	x.HLC = d.clock.Last()
+	return d.journal.Commit(&x)
+}
+
+// commitSynced commits what Sync merged into memory; a failure breaks the
+// device (see Journal). d.mu is held.
+func (d *Device) commitSynced() error {
+	if err := d.commit(); err != nil {
+		d.broken = err
+		return fmt.Errorf("%w: %w", ErrBroken, err)
+	}
+	return nil
+}
+
+// usable reports ErrBroken once a commit failed. d.mu is held.
+func (d *Device) usable() error {
+	if d.broken != nil {
+		return fmt.Errorf("%w: %w", ErrBroken, d.broken)
+	}
+	return nil
+}
+
+// keep adds w to s and records it for the journal if s kept it. d.mu is held.
+func (d *Device) keep(s *record.State, w *record.Write) {
+	if s.Add(w) {
+		d.delta.Writes = append(d.delta.Writes, w)
+	}
+}
+
+// mark sets a message's state and records it for the journal. d.mu is held.
+func (d *Device) mark(id hub.ID, state MsgState) {
+	info := d.msgs[id]
+	if info == nil {
+		return
+	}
+	info.done = state != MsgTodo
+	d.delta.Msgs = append(d.delta.Msgs, SavedMsg{ID: id, Channel: info.channel, State: state, Hash: info.hash})
+}
+
+// Source is a device's persisted state, read back by Restore in the order
+// the methods are listed. Each method calls fn once per item, in the order
+// they were committed, and stops at fn's first error.
+type Source interface {
+	// Writes lists the kept writes of one scope (home, or a collection):
+	// their stored bytes (record.AppendStored) and write IDs.
+	Writes(ctx context.Context, scope [16]byte, fn func(stored []byte, id [32]byte) error) error
+	Statements(ctx context.Context, fn func(SavedStatement) error) error
+	Fragments(ctx context.Context, fn func(SavedFragment) error) error
+	Msgs(ctx context.Context, fn func(SavedMsg) error) error
+	Outbox(ctx context.Context, fn func(SavedOut) error) error
+	Held(ctx context.Context, fn func(SavedHeld) error) error
+	Cursor(ctx context.Context) (hub.Cursor, error)
+}
+
+// Restore loads a device's persisted state into a device New just made
+// with the same secret, device ID and HLC. Stored writes are not verified
+// again (record.Validator.Reload); statements and held messages are, as
+// they are few.
+func (d *Device) Restore(ctx context.Context, src Source) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.restoreWrites(ctx, src, d.home, d.id.HomeScope); err != nil {
+		return err
+	}
+	d.followMemberships()
+	err := src.Statements(ctx, func(s SavedStatement) error {
+		coll := d.colls[s.Collection]
+		if coll == nil {
+			return nil // a membership no longer active
+		}
+		p, err := DecodePayload(s.Payload, [16]byte(s.Collection))
+		if err != nil || p.Record == nil || len(p.Record.Writes) != 1 {
+			return fmt.Errorf("stored statement: %w", err)
+		}
+		st, err := roster.NewStatement(p.Record.Writes[0].Body, p.Record.Writes[0].Sig)
+		if err != nil {
+			return err
+		}
+		if err := coll.chain.Add(st, roster.Origin{Channel: s.Origin}); err != nil && !errors.Is(err, roster.ErrLimit) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore statements: %w", err)
+	}
+	err = src.Fragments(ctx, func(s SavedFragment) error {
+		if coll := d.colls[s.Collection]; coll != nil {
+			if f, err := roster.DecodeFragment(s.Payload, 0); err == nil {
+				coll.chain.AddFragment(f)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore fragments: %w", err)
+	}
+	for id, coll := range d.colls {
+		if err := d.restoreWrites(ctx, src, coll.state, [16]byte(id)); err != nil {
+			return err
+		}
+	}
+	if err := d.restoreIndex(ctx, src); err != nil {
+		return err
+	}
+	cur, err := src.Cursor(ctx)
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore cursor: %w", err)
+	}
+	d.cursor = cur
+	d.delta = Delta{}
+	return nil
+}
+
+func (d *Device) restoreWrites(ctx context.Context, src Source, s *record.State, scope [16]byte) error {
+	v := s.Validator()
+	err := src.Writes(ctx, scope, func(b []byte, id [32]byte) error {
+		w, err := v.Reload(b, id)
+		if err != nil {
+			return err
+		}
+		s.Add(w)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore writes: %w", err)
+	}
+	return nil
+}
+
+// restoreIndex restores the message index, the outbox and the held
+// messages. d.mu is held.
+func (d *Device) restoreIndex(ctx context.Context, src Source) error {
+	err := src.Msgs(ctx, func(m SavedMsg) error {
+		if _, ok := d.msgs[m.ID]; !ok {
+			d.order = append(d.order, m.ID)
+		}
+		d.msgs[m.ID] = &msgInfo{channel: m.Channel, done: m.State != MsgTodo, hash: m.Hash}
+		if m.Hash != ([32]byte{}) {
+			d.byHash[m.Hash] = m.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore messages: %w", err)
+	}
+	err = src.Outbox(ctx, func(o SavedOut) error {
+		d.outbox = append(d.outbox, outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope})
+		d.outSeq = max(d.outSeq, o.Seq)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore outbox: %w", err)
+	}
+	err = src.Held(ctx, func(h SavedHeld) error {
+		o, err := d.open(hub.Body{ID: h.ID, Channel: h.Channel, Envelope: h.Envelope})
+		if err != nil || o == nil || o.ch.coll == nil {
+			return nil // judged again from the hub
+		}
+		ws, err := verifyData(o.ch.coll, o.p.Writes)
+		if err != nil {
+			return nil
+		}
+		d.held = append(d.held, &heldMsg{id: h.ID, ch: o.ch, hash: o.hash, env: h.Envelope, seen: h.FirstSeen, data: ws})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore held: %w", err)
+	}
+	return nil
+}
+
+// View calls fn with collection c's merged state and followed roster (nil
+// while not known), under the device's lock: fn must not keep either or
+// call back into the device.
+func (d *Device) View(c CollectionID, fn func(s *record.State, r *roster.Roster, st roster.Status)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll, ok := d.colls[c]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	r, _ := coll.chain.Roster()
+	fn(coll.state, r, coll.chain.Status())
+	return nil
+}
+
+// Kept calls fn with the write ID of every write held by home and by every
+// collection's state (to prune a journal of superseded writes).
+func (d *Device) Kept(fn func(id [32]byte)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for w := range d.home.All() {
+		fn(w.ID())
+	}
+	for _, c := range d.colls {
+		for w := range c.state.All() {
+			fn(w.ID())
+		}
+	}
+}

@@ -1,0 +1,389 @@
+package tandem
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/client"
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/devstore"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// Files in a device directory.
+const (
+	secretFile = "secret"    // the user secret US, 32 bytes, mode 0600
+	dbFile     = "device.db" // everything else (devstore)
+	lockFile   = "lock"      // held with flock while the device is open
+)
+
+// Options say how to open a device.
+type Options struct {
+	// Name is what the user calls themselves in collections they create
+	// (§8.1) and what a pairing request shows (§6.3).
+	Name string
+	// Hub, when not zero, is the hub to sync with; it is saved in the
+	// device, so later opens may leave it zero. See also SetHub.
+	Hub Hub
+	// Store, when set, opens the hub instead of Hub: an app that brings its
+	// own binding (or an in-memory hub, package memhub) passes it here.
+	// It is called when the device syncs, never by Open.
+	Store func(ctx context.Context) (hub.Store, error)
+	// Logger receives the device's log records; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Device is one installation of a Tandem user (§5.3): the user's identity,
+// this installation's device ID and clock, and a full replica of the
+// user's home and of every collection the user follows (§12.1), kept in
+// one directory. Everything works offline; Sync meets the other devices
+// through the hub. A Device is safe for concurrent use.
+type Device struct {
+	dir  string
+	db   *devstore.DB
+	lock *os.File
+	us   [32]byte
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	eng       *client.Device
+	hub       Hub
+	store     hub.Store // open connection, nil when not connected
+	backupKey string    // set only in the process that created the identity
+	status    syncStatus
+	changed   chan struct{}
+	closed    bool
+}
+
+// Open opens the device in dir, creating it on first run: a new user
+// secret (§6.1), a device ID, and an empty home. It never needs the
+// network. On first run BackupKey hands back the backup key once, to show
+// to the user (§6.3). A directory another process has open gives an error
+// with CodeLocked; one written by a newer Ferry, CodeNewerVersion.
+func Open(ctx context.Context, dir string, opts Options) (*Device, error) {
+	return open(ctx, dir, opts, nil)
+}
+
+// Restore installs the user whose backup key is given (§6.3 "Restoring")
+// in dir, which must not hold a device yet, and opens it: a new device ID,
+// and home and every active membership are found at the next Sync.
+func Restore(ctx context.Context, dir, backupKey string, opts Options) (*Device, error) {
+	us, err := suite.ParseBackupKey(backupKey)
+	if err != nil {
+		return nil, newErr(CodeBackupKey, err, "this backup key is not right: check each group of four and type it again")
+	}
+	return open(ctx, dir, opts, &us)
+}
+
+func open(ctx context.Context, dir string, opts Options, install *[32]byte) (*Device, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, newErr(CodeInvalid, err, "%s is not a directory", dir)
+		}
+		if perr := parentExists(dir); perr != nil {
+			return nil, perr
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, newErr(CodeStorage, err, "cannot create %s", dir)
+		}
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{dir: dir, lock: lock, opts: opts, log: opts.Logger, changed: make(chan struct{})}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if err := d.load(ctx, install); err != nil {
+		d.release()
+		return nil, err
+	}
+	return d, nil
+}
+
+func parentExists(dir string) error {
+	parent := filepath.Dir(filepath.Clean(dir))
+	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+		return newErr(CodeInvalid, err, "%s does not exist: create it first", parent)
+	}
+	return nil
+}
+
+// lockDir takes the directory's lock, or reports that another process
+// holds it.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, newErr(CodeStorage, err, "cannot open %s", dir)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, newErr(CodeLocked, err, "another program has this device open (%s): close it first", dir)
+		}
+		return nil, newErr(CodeStorage, err, "cannot lock %s", dir)
+	}
+	return f, nil
+}
+
+func (d *Device) release() {
+	if d.db != nil {
+		d.db.Close()
+	}
+	if d.lock != nil {
+		syscall.Flock(int(d.lock.Fd()), syscall.LOCK_UN)
+		d.lock.Close()
+	}
+}
+
+// load reads (or, on first run or install, writes) the secret and the
+// database, and restores the engine.
+func (d *Device) load(ctx context.Context, install *[32]byte) error {
+	created, err := d.loadSecret(install)
+	if err != nil {
+		return err
+	}
+	db, err := devstore.Open(ctx, filepath.Join(d.dir, dbFile))
+	switch {
+	case errors.Is(err, devstore.ErrNewer):
+		return newErr(CodeNewerVersion, err, "this device was written by a newer version of Ferry: update Ferry to open it")
+	case err != nil:
+		return newErr(CodeStorage, err, "cannot open the device's database in %s", d.dir)
+	}
+	d.db = db
+	id := suite.NewIdentity(d.us)
+	devID, err := d.deviceID(ctx, id.UID, created)
+	if err != nil {
+		return err
+	}
+	if !d.opts.Hub.IsZero() {
+		if err := d.saveHub(ctx, d.opts.Hub); err != nil {
+			return err
+		}
+	} else if b, _ := db.Meta(ctx, devstore.KeyHub); b != nil {
+		if h, err := ParseHub(b); err == nil {
+			d.hub = h
+		}
+	}
+	if created {
+		d.backupKey = suite.BackupKey(d.us)
+	}
+	return d.restore(ctx, devID)
+}
+
+// restore builds the engine from the database.
+func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
+	hb, err := d.db.Meta(ctx, devstore.KeyHLC)
+	if err != nil {
+		return newErr(CodeStorage, err, "cannot read the device's database")
+	}
+	hlc, err := devstore.DecodeHLC(hb)
+	if err != nil {
+		return newErr(CodeStorage, err, "the device's database is damaged")
+	}
+	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db})
+	if err != nil {
+		return newErr(CodeInternal, err, "cannot start the device")
+	}
+	if err := eng.Restore(ctx, d.db.Source()); err != nil {
+		return newErr(CodeStorage, err, "the device's database is damaged")
+	}
+	d.eng = eng
+	if ls, _ := d.db.Meta(ctx, devstore.KeyLastSync); len(ls) == 8 {
+		d.status.lastSync = time.UnixMilli(int64(beUint64(ls)))
+	}
+	return nil
+}
+
+// loadSecret reads the user secret, or writes a new one (first run) or the
+// installed one (Restore). It reports whether the identity is new here.
+func (d *Device) loadSecret(install *[32]byte) (bool, error) {
+	p := filepath.Join(d.dir, secretFile)
+	b, err := os.ReadFile(p)
+	switch {
+	case err == nil && install != nil:
+		return false, newErr(CodeExists, nil, "%s already holds a device: restore into an empty directory", d.dir)
+	case err == nil:
+		if len(b) != 32 {
+			return false, newErr(CodeStorage, nil, "the identity file %s is damaged", p)
+		}
+		d.us = [32]byte(b)
+		return false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, newErr(CodeStorage, err, "cannot read %s", p)
+	}
+	if install != nil {
+		d.us = *install
+	} else if _, err := rand.Read(d.us[:]); err != nil {
+		return false, newErr(CodeInternal, err, "no randomness for a new identity")
+	}
+	if err := writeFileSync(p, d.us[:], 0o600); err != nil {
+		return false, newErr(CodeStorage, err, "cannot save the identity in %s", d.dir)
+	}
+	return true, nil
+}
+
+// deviceID returns the device's ID, picking a new one when the secret was
+// newly installed (§5.3).
+func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (suite.DeviceID, error) {
+	storedUID, err := d.db.Meta(ctx, devstore.KeyUID)
+	if err != nil {
+		return suite.DeviceID{}, newErr(CodeStorage, err, "cannot read the device's database")
+	}
+	if storedUID != nil && !bytes.Equal(storedUID, uid[:]) {
+		return suite.DeviceID{}, newErr(CodeWrongIdentity, nil, "the identity in %s does not match this device's data", d.dir)
+	}
+	if b, _ := d.db.Meta(ctx, devstore.KeyDeviceID); len(b) == 8 && !created {
+		return suite.DeviceID(b), nil
+	}
+	var id suite.DeviceID
+	if _, err := rand.Read(id[:]); err != nil {
+		return id, newErr(CodeInternal, err, "no randomness for a device ID")
+	}
+	if err := d.db.SetMeta(ctx, map[string][]byte{devstore.KeyDeviceID: id[:], devstore.KeyUID: uid[:]}); err != nil {
+		return id, newErr(CodeStorage, err, "cannot save the device ID")
+	}
+	return id, nil
+}
+
+// BackupKey returns the backup key (§6.3) when this process created the
+// identity (first run of Open, or Restore), so the app can show it once
+// with "Write this down. It's the only way back in if you lose every
+// device". Later it returns false; ShowBackupKey shows it on request.
+func (d *Device) BackupKey() (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.backupKey, d.backupKey != ""
+}
+
+// ShowBackupKey returns the backup key on the user's request (§6.3: the
+// app puts it behind device authentication).
+func (d *Device) ShowBackupKey() string { return suite.BackupKey(d.us) }
+
+// SetHub connects the device to a hub (§13.1) and saves it. The next Sync
+// uses it. Changing to another account starts the change feed afresh.
+func (d *Device) SetHub(ctx context.Context, h Hub) error {
+	if h.IsZero() {
+		return newErr(CodeInvalid, nil, "no hub given")
+	}
+	return d.saveHub(ctx, h)
+}
+
+func (d *Device) saveHub(ctx context.Context, h Hub) error {
+	b, err := h.MarshalJSON()
+	if err != nil {
+		return newErr(CodeInternal, err, "cannot save the hub")
+	}
+	if err := d.db.SetMeta(ctx, map[string][]byte{devstore.KeyHub: b}); err != nil {
+		return newErr(CodeStorage, err, "cannot save the hub")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hub = h
+	if d.store != nil {
+		d.store.Close()
+		d.store = nil
+	}
+	return nil
+}
+
+// Hub returns the hub the device syncs with (zero when none).
+func (d *Device) Hub() Hub {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hub
+}
+
+// UserID is the user's ID, their public signing key (§5.3).
+func (d *Device) UserID() UserID { return UserID(d.eng.UID()) }
+
+// DeviceID is this installation's device ID (§5.3).
+func (d *Device) DeviceID() [8]byte { return d.eng.DeviceID() }
+
+// Close closes the device: its hub connection, its database and its lock.
+// Everything was already saved.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	if d.store != nil {
+		d.store.Close()
+		d.store = nil
+	}
+	d.mu.Unlock()
+	d.prune(context.Background())
+	d.release()
+	return nil
+}
+
+// prune drops superseded writes from the database, so reopening reads
+// only what the replica holds.
+func (d *Device) prune(ctx context.Context) {
+	keep := map[[32]byte]bool{}
+	d.eng.Kept(func(id [32]byte) { keep[id] = true })
+	if n, err := d.db.Prune(ctx, func(id [32]byte) bool { return keep[id] }); err != nil {
+		d.log.Warn("tandem: pruning superseded writes", "err", err)
+	} else if n > 0 {
+		d.log.Debug("tandem: pruned superseded writes", "n", n)
+	}
+}
+
+// engine returns the engine, or an error after Close.
+func (d *Device) engine() (*client.Device, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, newErr(CodeInvalid, nil, "the device is closed")
+	}
+	return d.eng, nil
+}
+
+func writeFileSync(p string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(p+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+

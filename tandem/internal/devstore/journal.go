@@ -1,0 +1,267 @@
+package devstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/client"
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// Meta keys.
+const (
+	KeyDeviceID = "device_id"
+	KeyHLC      = "hlc"
+	KeyCursor   = "cursor"
+	KeyUID      = "uid"
+	KeyHub      = "hub"
+	KeyLastSync = "last_sync"
+)
+
+// Commit stores d in one transaction (client.Journal).
+func (s *DB) Commit(d *client.Delta) error {
+	ctx := context.Background() // a commit is never abandoned half-way
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("devstore: commit: %w", err)
+	}
+	defer tx.Rollback()
+	if err := commitDelta(ctx, tx, d); err != nil {
+		return fmt.Errorf("devstore: commit: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("devstore: commit: %w", err)
+	}
+	return nil
+}
+
+func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
+	exec := func(q string, args ...any) error {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	}
+	var b []byte
+	for _, w := range d.Writes {
+		id, scope := w.ID(), w.Body().Scope
+		b = record.AppendStored(b[:0], w)
+		if err := exec("INSERT OR IGNORE INTO writes(wid, scope, stored) VALUES(?, ?, ?)", id[:], scope[:], b); err != nil {
+			return err
+		}
+	}
+	for _, st := range d.Statements {
+		if err := exec("INSERT INTO statements(coll, origin, payload) VALUES(?, ?, ?)", st.Collection[:], st.Origin[:], st.Payload); err != nil {
+			return err
+		}
+	}
+	for _, f := range d.Fragments {
+		if err := exec("INSERT INTO fragments(coll, payload) VALUES(?, ?)", f.Collection[:], f.Payload); err != nil {
+			return err
+		}
+	}
+	for _, m := range d.Msgs {
+		if err := exec("INSERT INTO msgs(id, channel, state, hash) VALUES(?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash",
+			string(m.ID), m.Channel, int(m.State), m.Hash[:]); err != nil {
+			return err
+		}
+	}
+	for _, id := range d.Gone {
+		if err := exec("DELETE FROM msgs WHERE id = ?", string(id)); err != nil {
+			return err
+		}
+		if err := exec("DELETE FROM held WHERE id = ?", string(id)); err != nil {
+			return err
+		}
+	}
+	for _, o := range d.OutAdd {
+		if err := exec("INSERT INTO outbox(seq, channel, envelope) VALUES(?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope); err != nil {
+			return err
+		}
+	}
+	for _, seq := range d.OutDel {
+		if err := exec("DELETE FROM outbox WHERE seq = ?", int64(seq)); err != nil {
+			return err
+		}
+	}
+	for _, h := range d.HeldAdd {
+		if err := exec("INSERT OR REPLACE INTO held(id, channel, envelope, first_seen) VALUES(?, ?, ?, ?)", string(h.ID), h.Channel, h.Envelope, h.FirstSeen.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	for _, id := range d.HeldDel {
+		if err := exec("DELETE FROM held WHERE id = ?", string(id)); err != nil {
+			return err
+		}
+	}
+	if d.CursorSet {
+		if err := exec("INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", KeyCursor, []byte(d.Cursor)); err != nil {
+			return err
+		}
+	}
+	return exec("INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", KeyHLC, EncodeHLC(d.HLC))
+}
+
+// EncodeHLC is an HLC as meta bytes: u64(millis) || u16(counter).
+func EncodeHLC(h suite.HLC) []byte {
+	b := binary.BigEndian.AppendUint64(nil, h.Millis)
+	return binary.BigEndian.AppendUint16(b, h.Counter)
+}
+
+// DecodeHLC reads EncodeHLC's bytes; nil gives the zero HLC.
+func DecodeHLC(b []byte) (suite.HLC, error) {
+	switch len(b) {
+	case 0:
+		return suite.HLC{}, nil
+	case 10:
+		return suite.HLC{Millis: binary.BigEndian.Uint64(b), Counter: binary.BigEndian.Uint16(b[8:])}, nil
+	}
+	return suite.HLC{}, fmt.Errorf("devstore: stored clock of %d bytes", len(b))
+}
+
+// Source returns the database as a client.Source for Device.Restore.
+func (s *DB) Source() client.Source { return &source{db: s.db} }
+
+type source struct{ db *sql.DB }
+
+func (r *source) Cursor(ctx context.Context) (hub.Cursor, error) {
+	var v []byte
+	err := r.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = ?", KeyCursor).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// each runs q and calls fn with each row's scanner.
+func (r *source) each(ctx context.Context, q string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := r.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (r *source) Writes(ctx context.Context, scope [16]byte, fn func([]byte, [32]byte) error) error {
+	return r.each(ctx, "SELECT wid, stored FROM writes WHERE scope = ?", []any{scope[:]}, func(rows *sql.Rows) error {
+		var id, b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return err
+		}
+		if len(id) != 32 {
+			return fmt.Errorf("devstore: write id of %d bytes", len(id))
+		}
+		return fn(b, [32]byte(id))
+	})
+}
+
+func (r *source) Statements(ctx context.Context, fn func(client.SavedStatement) error) error {
+	return r.each(ctx, "SELECT coll, origin, payload FROM statements ORDER BY seq", nil, func(rows *sql.Rows) error {
+		var c, o, p []byte
+		if err := rows.Scan(&c, &o, &p); err != nil {
+			return err
+		}
+		if len(c) != 16 || len(o) != 32 {
+			return fmt.Errorf("devstore: malformed statement row")
+		}
+		return fn(client.SavedStatement{Collection: client.CollectionID(c), Origin: [32]byte(o), Payload: p})
+	})
+}
+
+func (r *source) Fragments(ctx context.Context, fn func(client.SavedFragment) error) error {
+	return r.each(ctx, "SELECT coll, payload FROM fragments ORDER BY seq", nil, func(rows *sql.Rows) error {
+		var c, p []byte
+		if err := rows.Scan(&c, &p); err != nil {
+			return err
+		}
+		if len(c) != 16 {
+			return fmt.Errorf("devstore: malformed fragment row")
+		}
+		return fn(client.SavedFragment{Collection: client.CollectionID(c), Payload: p})
+	})
+}
+
+func (r *source) Msgs(ctx context.Context, fn func(client.SavedMsg) error) error {
+	return r.each(ctx, "SELECT id, channel, state, hash FROM msgs ORDER BY rowid", nil, func(rows *sql.Rows) error {
+		var id, ch string
+		var st int
+		var h []byte
+		if err := rows.Scan(&id, &ch, &st, &h); err != nil {
+			return err
+		}
+		m := client.SavedMsg{ID: hub.ID(id), Channel: ch, State: client.MsgState(st)}
+		copy(m.Hash[:], h)
+		return fn(m)
+	})
+}
+
+func (r *source) Outbox(ctx context.Context, fn func(client.SavedOut) error) error {
+	return r.each(ctx, "SELECT seq, channel, envelope FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
+		var o client.SavedOut
+		var seq int64
+		if err := rows.Scan(&seq, &o.Channel, &o.Envelope); err != nil {
+			return err
+		}
+		o.Seq = uint64(seq)
+		return fn(o)
+	})
+}
+
+func (r *source) Held(ctx context.Context, fn func(client.SavedHeld) error) error {
+	return r.each(ctx, "SELECT id, channel, envelope, first_seen FROM held ORDER BY rowid", nil, func(rows *sql.Rows) error {
+		var h client.SavedHeld
+		var id string
+		var ms int64
+		if err := rows.Scan(&id, &h.Channel, &h.Envelope, &ms); err != nil {
+			return err
+		}
+		h.ID, h.FirstSeen = hub.ID(id), time.UnixMilli(ms)
+		return fn(h)
+	})
+}
+
+// Prune deletes stored writes that keep (the write IDs the device's states
+// hold) does not list: writes superseded since they were stored. It
+// returns how many it deleted.
+func (s *DB) Prune(ctx context.Context, keep func(id [32]byte) bool) (int, error) {
+	var drop [][]byte
+	rows, err := s.db.QueryContext(ctx, "SELECT wid FROM writes")
+	if err != nil {
+		return 0, err
+	}
+	for rows.Next() {
+		var id []byte
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if len(id) != 32 || !keep([32]byte(id)) {
+			drop = append(drop, id)
+		}
+	}
+	rows.Close()
+	if len(drop) == 0 {
+		return 0, rows.Err()
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	for _, id := range drop {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM writes WHERE wid = ?", id); err != nil {
+			return 0, err
+		}
+	}
+	return len(drop), tx.Commit()
+}

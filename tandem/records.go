@@ -1,0 +1,318 @@
+package tandem
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/ferry-sync/ferry/tandem/client"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// UserID is a user's ID: their public signing key (§5.3).
+type UserID [32]byte
+
+// String shows the ID as §5.3 says: the first 20 bytes in b32, in groups
+// of four.
+func (u UserID) String() string {
+	s := suite.B32(u[:20])
+	var g []string
+	for i := 0; i < len(s); i += 4 {
+		g = append(g, s[i:min(i+4, len(s))])
+	}
+	return strings.Join(g, " ")
+}
+
+// CollectionID identifies a collection (§7.1).
+type CollectionID [16]byte
+
+// String is the ID in b32 (§5.2).
+func (c CollectionID) String() string { return suite.B32(c[:]) }
+
+// ParseCollectionID reads CollectionID.String's form.
+func ParseCollectionID(s string) (CollectionID, error) {
+	b, err := suite.ParseB32(s)
+	if err != nil || len(b) != 16 {
+		return CollectionID{}, newErr(CodeInvalid, err, "%q is not a list ID", s)
+	}
+	return CollectionID(b), nil
+}
+
+// RecordID identifies a record in a collection (§7.3, §9.5).
+type RecordID [16]byte
+
+// String is the ID in b32.
+func (r RecordID) String() string { return suite.B32(r[:]) }
+
+// ParseRecordID reads RecordID.String's form.
+func ParseRecordID(s string) (RecordID, error) {
+	b, err := suite.ParseB32(s)
+	if err != nil || len(b) != 16 {
+		return RecordID{}, newErr(CodeInvalid, err, "%q is not an item ID", s)
+	}
+	return RecordID(b), nil
+}
+
+// Author is who wrote a value (§1.1 goal 5): the user, verified by their
+// signature, and the name the collection's roster gives them.
+type Author struct {
+	User UserID
+	Name string
+}
+
+// Value is one value of a register field, with its author. A field with
+// several values is in conflict (§9.2, §13.2): the app shows them and a
+// later write that saw them all settles it.
+type Value struct {
+	Bytes  []byte
+	Author Author
+}
+
+// String is the value as text.
+func (v Value) String() string { return string(v.Bytes) }
+
+// Field is one field of a record as the device holds it.
+type Field struct {
+	// Values are the register's values (§9.2), sorted by bytes; more than
+	// one is a conflict.
+	Values []Value
+	// Elements are the set's present elements (§9.2), sorted by bytes.
+	Elements [][]byte
+	// Unsettleable is set when a write to this field could not cover every
+	// value it should (§9.2 "Vector size"): the field can't be settled
+	// until the record is deleted and created again.
+	Unsettleable bool
+}
+
+// Strings returns the values as text.
+func (f Field) Strings() []string {
+	out := make([]string, len(f.Values))
+	for i, v := range f.Values {
+		out[i] = string(v.Bytes)
+	}
+	return out
+}
+
+// Conflict reports whether the field holds concurrent values.
+func (f Field) Conflict() bool { return len(f.Values) > 1 }
+
+// Record is one record as the device holds it (§9.3).
+type Record struct {
+	ID      RecordID
+	Deleted bool
+	Fields  map[string]Field
+}
+
+// Get returns the first value of a register field as text ("" if none).
+func (r Record) Get(field string) string {
+	if f, ok := r.Fields[field]; ok && len(f.Values) > 0 {
+		return string(f.Values[0].Bytes)
+	}
+	return ""
+}
+
+// NewCollection creates a collection owned by the user, named name (§7.1,
+// §7.3). It works offline; the next Sync publishes it.
+func (d *Device) NewCollection(name string) (CollectionID, error) {
+	eng, err := d.engine()
+	if err != nil {
+		return CollectionID{}, err
+	}
+	c, err := eng.CreateCollection(name)
+	if err != nil {
+		return CollectionID{}, d.editErr(err)
+	}
+	d.notify()
+	return CollectionID(c), nil
+}
+
+// Collections lists the collections the device follows.
+func (d *Device) Collections() []CollectionID {
+	eng, err := d.engine()
+	if err != nil {
+		return nil
+	}
+	var out []CollectionID
+	for _, c := range eng.Collections() {
+		out = append(out, CollectionID(c))
+	}
+	return out
+}
+
+// Name returns a collection's name from its _meta record (§7.3): one
+// value, or several after concurrent renames.
+func (d *Device) Name(c CollectionID) ([]Value, error) {
+	var out []Value
+	err := d.view(c, func(s *record.State, r *roster.Roster) {
+		out = values(s, r, roster.MetaRecordID(), client.MetaNameField)
+	})
+	return out, err
+}
+
+// Rename renames a collection (only its owner may, §8.3).
+func (d *Device) Rename(c CollectionID, name string) error {
+	return d.write(c, record.Change{Record: roster.MetaRecordID(), Field: client.MetaNameField, Op: suite.OpAssign, Value: []byte(name)})
+}
+
+// NewRecord creates a record with initial register fields (§9.5) and
+// returns its ID. Field order is the sorted order of the map's keys.
+func (d *Device) NewRecord(c CollectionID, fields map[string][]byte) (RecordID, error) {
+	var id RecordID
+	if _, err := rand.Read(id[:]); err != nil {
+		return id, newErr(CodeInternal, err, "no randomness for a record ID")
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := d.Set(c, id, k, fields[k]); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// Set assigns value to a register field (§9.2). The write is durable when
+// Set returns.
+func (d *Device) Set(c CollectionID, rec RecordID, field string, value []byte) error {
+	return d.write(c, record.Change{Record: rec, Field: field, Op: suite.OpAssign, Value: value})
+}
+
+// SetString is Set with a text value.
+func (d *Device) SetString(c CollectionID, rec RecordID, field, value string) error {
+	return d.Set(c, rec, field, []byte(value))
+}
+
+// AddElement adds element to a set field (§9.2).
+func (d *Device) AddElement(c CollectionID, rec RecordID, field string, element []byte) error {
+	return d.write(c, record.Change{Record: rec, Field: field, Op: suite.OpAdd, Element: element})
+}
+
+// RemoveElement removes element from a set field (§9.2): every add this
+// device has seen; a concurrent add wins.
+func (d *Device) RemoveElement(c CollectionID, rec RecordID, field string, element []byte) error {
+	return d.write(c, record.Change{Record: rec, Field: field, Op: suite.OpRemove, Element: element})
+}
+
+// Delete deletes a record for good (§9.2 sticky tombstone, §12.3).
+func (d *Device) Delete(c CollectionID, rec RecordID) error {
+	return d.write(c, record.Change{Record: rec, Op: suite.OpDelete})
+}
+
+func (d *Device) write(c CollectionID, ch record.Change) error {
+	eng, err := d.engine()
+	if err != nil {
+		return err
+	}
+	if _, err := eng.Write(client.CollectionID(c), ch); err != nil {
+		return d.editErr(err)
+	}
+	d.notify()
+	return nil
+}
+
+// editErr turns an engine error of a local edit into an *Error.
+func (d *Device) editErr(err error) error {
+	switch {
+	case errors.Is(err, client.ErrUnknownCollection):
+		return newErr(CodeNotFound, err, "no such list on this device")
+	case errors.Is(err, client.ErrNotWritable), errors.Is(err, record.ErrDeleted):
+		return newErr(CodeNotWritable, err, "this can't be changed now")
+	case errors.Is(err, client.ErrTooLarge):
+		return newErr(CodeTooLarge, err, "this value is too large to sync (keep it under 64 KiB)")
+	case errors.Is(err, client.ErrBroken):
+		return newErr(CodeStorage, err, "the device's disk failed: close and reopen it")
+	case errors.Is(err, record.ErrMalformed), errors.Is(err, record.ErrField), errors.Is(err, record.ErrReservedField),
+		errors.Is(err, record.ErrNamedDelete), errors.Is(err, record.ErrOpShape):
+		return newErr(CodeInvalid, err, "this change is not allowed")
+	}
+	return newErr(CodeStorage, err, "the change could not be saved")
+}
+
+// Record returns one record.
+func (d *Device) Record(c CollectionID, id RecordID) (Record, error) {
+	var out Record
+	var found bool
+	err := d.view(c, func(s *record.State, r *roster.Roster) {
+		for rec := range s.Records() {
+			if rec == id {
+				out, found = readRecord(s, r, rec), true
+			}
+		}
+	})
+	if err == nil && !found {
+		return out, newErr(CodeNotFound, nil, "no such item in this list")
+	}
+	return out, err
+}
+
+// Records returns every record of a collection except the reserved ones
+// (_meta), sorted by ID; deleted records are included with Deleted set.
+func (d *Device) Records(c CollectionID) ([]Record, error) {
+	var out []Record
+	err := d.view(c, func(s *record.State, r *roster.Roster) {
+		meta := roster.MetaRecordID()
+		for rec := range s.Records() {
+			if rec != meta {
+				out = append(out, readRecord(s, r, rec))
+			}
+		}
+	})
+	slices.SortFunc(out, func(a, b Record) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return out, err
+}
+
+func (d *Device) view(c CollectionID, fn func(*record.State, *roster.Roster)) error {
+	eng, err := d.engine()
+	if err != nil {
+		return err
+	}
+	err = eng.View(client.CollectionID(c), func(s *record.State, r *roster.Roster, _ roster.Status) { fn(s, r) })
+	if err != nil {
+		return newErr(CodeNotFound, err, "no such list on this device")
+	}
+	return nil
+}
+
+func readRecord(s *record.State, r *roster.Roster, rec [16]byte) Record {
+	var epoch uint64
+	if r != nil {
+		epoch, _ = r.Counter(r.Head().ID())
+	}
+	out := Record{ID: RecordID(rec), Deleted: s.Deleted(rec), Fields: map[string]Field{}}
+	for _, f := range s.Fields(rec) {
+		if strings.HasPrefix(f, "_") {
+			continue
+		}
+		fl := Field{Values: values(s, r, rec, f), Elements: s.Members(rec, f)}
+		fl.Unsettleable = s.Unsettleable(record.Change{Record: rec, Field: f, Op: suite.OpAssign}, epoch)
+		out.Fields[f] = fl
+	}
+	return out
+}
+
+func values(s *record.State, r *roster.Roster, rec [16]byte, field string) []Value {
+	var out []Value
+	for _, v := range s.Values(rec, field) {
+		out = append(out, Value{Bytes: v.Value, Author: author(r, v.Author)})
+	}
+	slices.SortFunc(out, func(a, b Value) int { return bytes.Compare(a.Bytes, b.Bytes) })
+	return out
+}
+
+// author names a user as the roster does.
+func author(r *roster.Roster, uid [32]byte) Author {
+	a := Author{User: UserID(uid)}
+	if r != nil {
+		if m, ok := r.State().Member(uid); ok {
+			a.Name = m.Name
+		}
+	}
+	return a
+}
