@@ -386,4 +386,3 @@ func beUint64(b []byte) uint64 {
 	}
 	return v
 }
-

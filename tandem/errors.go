@@ -10,21 +10,21 @@ type Code int
 
 // Error codes. Messages shown to a person come from Error.Message.
 const (
-	CodeInternal       Code = iota // a bug, or damage no code foresees
-	CodeOffline                    // the hub cannot be reached now; local work goes on (§13.3)
-	CodeAuth                       // the hub refused the credential (§13.3)
-	CodeLocked                     // another process has the device open
-	CodeNewerVersion               // the device was written by a newer Ferry
-	CodeStorage                    // the device's disk failed (full, read-only, damaged)
-	CodeNotFound                   // no such collection or record
-	CodeNotWritable                // the collection cannot be written now (role, state)
-	CodeInvalid                    // bad input from the caller
-	CodeExists                     // the directory already holds a device
-	CodeNoHub                      // no hub is connected yet
-	CodeNoDevice                   // the directory holds no device yet
-	CodeWrongIdentity              // the secret does not match the device's data
-	CodeBackupKey                  // a backup key that does not check (§6.3)
-	CodeTooLarge                   // a value too large for one message (§10.6)
+	CodeInternal      Code = iota // a bug, or damage no code foresees
+	CodeOffline                   // the hub cannot be reached now; local work goes on (§13.3)
+	CodeAuth                      // the hub refused the credential (§13.3)
+	CodeLocked                    // another process has the device open
+	CodeNewerVersion              // the device was written by a newer Ferry
+	CodeStorage                   // the device's disk failed (full, read-only, damaged)
+	CodeNotFound                  // no such collection or record
+	CodeNotWritable               // the collection cannot be written now (role, state)
+	CodeInvalid                   // bad input from the caller
+	CodeExists                    // the directory already holds a device
+	CodeNoHub                     // no hub is connected yet
+	CodeNoDevice                  // the directory holds no device yet
+	CodeWrongIdentity             // the secret does not match the device's data
+	CodeBackupKey                 // a backup key that does not check (§6.3)
+	CodeTooLarge                  // a value too large for one message (§10.6)
 )
 
 // Error is every error the tandem package returns. Message is one line for
