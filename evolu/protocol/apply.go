@@ -22,6 +22,8 @@ type RelayOptions struct {
 	Logger *slog.Logger
 	// Version is the relay's protocol version, for tests only; 0 means Version.
 	Version uint64
+	// OnError, when set, is told of every reply carrying an error code.
+	OnError func(OwnerID, ErrorCode)
 }
 
 func (o *RelayOptions) totalMax() int {
@@ -84,6 +86,9 @@ func ApplyAsRelay(ctx context.Context, st RelayStorage, input []byte, opts Relay
 		}
 	}
 	errorReply := func(code ErrorCode) ([]byte, error) {
+		if opts.OnError != nil {
+			opts.OnError(owner, code)
+		}
 		return NewMessageBuffer(owner, BufferOptions{Type: Response, ErrorCode: code}).Bytes()
 	}
 	log := opts.logger()

@@ -18,7 +18,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -27,93 +29,96 @@ import (
 	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
-// Config configures a relay.
-type Config struct {
-	// DBPath is the SQLite database file; it is created if missing.
-	DBPath string
-	// QuotaBytes, when positive, is the most change bytes one owner may
-	// store; a write beyond it is answered ProtocolQuotaError and stores
-	// nothing.
-	QuotaBytes int64
-	// TotalMaxSize is the ProtocolMessageMaxSize (default 1 MB, at most
-	// 100 MB). A larger request is dropped unanswered.
-	TotalMaxSize int
-	// RangesMaxSize is the ProtocolMessageRangesMaxSize (default 30 KB).
-	RangesMaxSize int
-	// IsOwnerAllowed, when set, is asked before a WebSocket is accepted,
-	// with the ownerId of the URL; a URL without a valid ownerId is then
-	// refused with 400, a refused owner with 401.
-	IsOwnerAllowed func(ctx context.Context, owner protocol.OwnerID) (bool, error)
-	// Logger receives the relay's logs; nil discards them.
-	Logger *slog.Logger
-	// SendQueue is how many outgoing frames a connection may have queued
-	// before it is closed as too slow (default 256).
-	SendQueue int
-}
-
-// Server is a relay. Create it with New, run it with Serve, and release it
-// with Close.
+// Server is a relay. Create it with New, run it with Serve (or mount
+// Handler in your own http.Server and call Shutdown), and release it with
+// Close.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	store *sqlstore.Store
+	cfg     Config
+	log     *slog.Logger
+	store   *sqlstore.Store
+	metrics *metrics
+	// shared is set when other relay processes may write the database
+	// (Postgres): each request first refreshes the owner's index.
+	shared bool
+	fanout *fanout // cross-process broadcasts (Postgres), or nil
 
-	mu    sync.Mutex
-	subs  map[protocol.OwnerID]map[*conn]struct{}
-	conns map[*conn]struct{}
+	mu     sync.Mutex
+	subs   map[protocol.OwnerID]map[*conn]struct{}
+	conns  map[*conn]struct{}
+	byAddr map[string]int // open connections per remote IP
+	closed bool           // Shutdown has begun: no new connections
 	// locks serialize the requests of one owner: an owner always maps to
 	// the same stripe, so memory stays bounded however many owners come.
 	locks [256]sync.Mutex
 	seed  maphash.Seed
 
-	wg sync.WaitGroup // connection goroutines
+	queued atomic.Int64   // outgoing bytes queued over all connections
+	wg     sync.WaitGroup // connection goroutines
 }
 
-// New opens the relay's database.
+// New opens the relay's database: a SQLite file, locked against a second
+// relay process (an error matching ErrDatabaseInUse), or a postgres:// URL.
 func New(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.DBPath == "" {
-		return nil, errors.New("relay: Config.DBPath is empty")
-	}
-	if cfg.TotalMaxSize == 0 {
-		cfg.TotalMaxSize = protocol.DefaultMaxSize
-	}
-	if cfg.TotalMaxSize < protocol.MinMaxSize || cfg.TotalMaxSize > protocol.MaxMaxSize {
-		return nil, fmt.Errorf("relay: TotalMaxSize %d outside [%d, %d]", cfg.TotalMaxSize, protocol.MinMaxSize, protocol.MaxMaxSize)
-	}
-	if cfg.RangesMaxSize == 0 {
-		cfg.RangesMaxSize = protocol.DefaultRangesMaxSize
-	}
-	if cfg.RangesMaxSize < protocol.MinRangesMaxSize || cfg.RangesMaxSize > protocol.MaxRangesMaxSize {
-		return nil, fmt.Errorf("relay: RangesMaxSize %d outside [%d, %d]", cfg.RangesMaxSize, protocol.MinRangesMaxSize, protocol.MaxRangesMaxSize)
-	}
-	if cfg.SendQueue == 0 {
-		cfg.SendQueue = 256
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	var quota func(protocol.OwnerID, int64) bool
-	if cfg.QuotaBytes > 0 {
-		quota = func(_ protocol.OwnerID, n int64) bool { return n <= cfg.QuotaBytes }
-	}
-	st, err := sqlstore.Open(ctx, cfg.DBPath, sqlstore.Config{WithinQuota: quota, Kind: sqlstore.KindRelay, Exclusive: true}, "")
+	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
+		return nil, err
 	}
-	return &Server{
-		cfg: cfg, log: log, store: st,
-		subs:  make(map[protocol.OwnerID]map[*conn]struct{}),
-		conns: make(map[*conn]struct{}),
-		seed:  maphash.MakeSeed(),
-	}, nil
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
+		subs:   make(map[protocol.OwnerID]map[*conn]struct{}),
+		conns:  make(map[*conn]struct{}),
+		byAddr: make(map[string]int),
+		seed:   maphash.MakeSeed(),
+	}
+	if err := s.openStore(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ErrDatabaseInUse is matched by New's error when another relay process
+// holds the SQLite database.
+var ErrDatabaseInUse = sqlstore.ErrLocked
+
+// ErrWrongDatabase is matched by New's error when the database is not a
+// relay's (a client's, or another program's).
+var ErrWrongDatabase = sqlstore.ErrWrongKind
+
+func (s *Server) openStore(ctx context.Context) error {
+	scfg := sqlstore.Config{WithinQuota: s.cfg.quotaFunc(), Kind: sqlstore.KindRelay}
+	if isPostgres(s.cfg.DBPath) {
+		st, err := sqlstore.OpenPostgres(ctx, s.cfg.DBPath, scfg)
+		if err != nil {
+			return fmt.Errorf("relay: %w", err)
+		}
+		s.store, s.shared = st, true
+		s.fanout, err = startFanout(ctx, s)
+		if err != nil {
+			st.Close()
+			return err
+		}
+		return nil
+	}
+	scfg.Exclusive = true
+	st, err := sqlstore.Open(ctx, s.cfg.DBPath, scfg, "")
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	s.store = st
+	return nil
 }
 
 // Storage is the relay's storage.
 func (s *Server) Storage() protocol.RelayStorage { return s.store }
 
-// Close closes the database. Call it after Serve has returned.
-func (s *Server) Close() error { return s.store.Close() }
+// Close closes the database. Call it after Serve (or Shutdown) has
+// returned.
+func (s *Server) Close() error {
+	if s.fanout != nil {
+		s.fanout.stop()
+	}
+	return s.store.Close()
+}
 
 func (s *Server) ownerLock(o protocol.OwnerID) *sync.Mutex {
 	return &s.locks[maphash.Bytes(s.seed, o[:])%uint64(len(s.locks))]
@@ -131,10 +136,34 @@ func (s *Server) apply(ctx context.Context, c *conn, req []byte) ([]byte, error)
 	lock := s.ownerLock(h.OwnerID)
 	lock.Lock()
 	defer lock.Unlock()
+	defer s.metrics.observeApply(time.Now())
+	if s.shared {
+		if _, err := s.store.Refresh(ctx, h.OwnerID); err != nil {
+			s.log.Error("evolu relay: refresh", "owner", h.OwnerID.String(), "err", err)
+		}
+	}
+	remote := ""
+	if c != nil {
+		remote = c.remote
+	}
 	return protocol.ApplyAsRelay(ctx, s.store, req, protocol.RelayOptions{
-		Subscribe:     func(o protocol.OwnerID) { s.subscribe(o, c) },
-		Unsubscribe:   func(o protocol.OwnerID) { s.unsubscribe(o, c) },
-		Broadcast:     func(o protocol.OwnerID, msg []byte) { s.broadcast(o, c, msg) },
+		Subscribe:   func(o protocol.OwnerID) { s.subscribe(o, c) },
+		Unsubscribe: func(o protocol.OwnerID) { s.unsubscribe(o, c) },
+		Broadcast: func(o protocol.OwnerID, msg []byte) {
+			s.broadcast(o, c, msg)
+			if s.fanout != nil {
+				s.fanout.publish(ctx, o, msg)
+			}
+		},
+		OnError: func(o protocol.OwnerID, code protocol.ErrorCode) {
+			s.metrics.errors.WithLabelValues(code.String()).Inc()
+			switch code {
+			case protocol.QuotaError:
+				s.log.Warn("evolu relay: quota refused a write", "owner", o.String(), "remote", remote)
+			case protocol.WriteKeyError:
+				s.log.Warn("evolu relay: write key refused", "owner", o.String(), "remote", remote)
+			}
+		},
 		TotalMaxSize:  s.cfg.TotalMaxSize,
 		RangesMaxSize: s.cfg.RangesMaxSize,
 		Logger:        s.log,
@@ -195,6 +224,7 @@ func (s *Server) broadcast(o protocol.OwnerID, from *conn, msg []byte) {
 	for _, c := range targets {
 		c.send(msg)
 	}
+	s.metrics.broadcasts.Add(float64(len(targets)))
 	s.log.Debug("evolu relay: broadcast", "owner", o.String(), "subscribers", len(targets))
 }
 
@@ -214,8 +244,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("evolu relay: listening", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
-		s.closeAll()
-		s.wg.Wait()
+		s.Shutdown(context.Background())
 		return fmt.Errorf("relay: %w", err)
 	case <-ctx.Done():
 	}
@@ -223,8 +252,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
-	s.closeAll()
-	s.wg.Wait()
+	s.Shutdown(shutdownCtx)
 	<-errc
 	s.log.Info("evolu relay: shutdown complete")
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -233,8 +261,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-func (s *Server) closeAll() {
+// Shutdown refuses new WebSockets, closes the open ones with status 1001,
+// and waits for their goroutines (until ctx is done). Serve calls it; call
+// it yourself when you mount Handler in your own http.Server.
+func (s *Server) Shutdown(ctx context.Context) {
 	s.mu.Lock()
+	s.closed = true
 	cs := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		cs = append(cs, c)
@@ -242,7 +274,20 @@ func (s *Server) closeAll() {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range cs {
-		wg.Go(func() { c.close(websocket.StatusGoingAway, "Ferry relay shutting down") })
+		wg.Go(func() { c.close(websocket.StatusGoingAway, "Ferry relay shutting down", "shutdown") })
 	}
 	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }

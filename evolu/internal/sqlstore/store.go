@@ -494,3 +494,17 @@ func (s *Store) loadTx(ctx context.Context, q querier, owner protocol.OwnerID, x
 	x.loaded = true
 	return nil
 }
+
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRowContext(ctx, `select 1`).Scan(&one); err != nil {
+		return fmt.Errorf("sqlstore: ping: %w", err)
+	}
+	return nil
+}
+
+// OpenPostgres opens a store in the Postgres database at dsn.
+func OpenPostgres(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	return nil, errors.New("sqlstore: postgres: not yet")
+}
