@@ -232,6 +232,9 @@ func (d *Device) editErr(err error) error {
 		errors.Is(err, record.ErrNamedDelete), errors.Is(err, record.ErrOpShape):
 		return newErr(CodeInvalid, err, "this change is not allowed")
 	}
+	if strings.Contains(err.Error(), "disk is full") {
+		return newErr(CodeStorage, err, "the disk is full: free some space, then try again (nothing saved was lost)")
+	}
 	return newErr(CodeStorage, err, "the change could not be saved")
 }
 
