@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
@@ -90,4 +91,8 @@ func check(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func refFor(name string) attach.Ref {
+	return attach.Ref{Hash: testHash, Size: 1234, Name: name, Mime: "image/jpeg"}
 }

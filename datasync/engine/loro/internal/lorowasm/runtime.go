@@ -131,21 +131,14 @@ func hostCall(fn hostFn) api.GoModuleFunc {
 func (r *Runtime) Close(ctx context.Context) error { return r.rt.Close(ctx) }
 
 // ImportNames lists the module's imports, sorted.
-func ImportNames() ([]string, error) {
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	m, err := rt.CompileModule(ctx, wasmBytes)
-	if err != nil {
-		return nil, err
-	}
+func (r *Runtime) ImportNames() []string {
 	var out []string
-	for _, f := range m.ImportedFunctions() {
+	for _, f := range r.compiled.ImportedFunctions() {
 		_, name, _ := f.Import()
 		out = append(out, name)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 // GlueNames lists the imports the Go glue handles (implemented or

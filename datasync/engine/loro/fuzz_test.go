@@ -1,0 +1,41 @@
+package loro
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ferry-sync/ferry/datasync/engine"
+)
+
+// FuzzImport: whatever bytes a peer sends as a change or a snapshot, the
+// engine does not panic, an Unreadable blob changes nothing, and the engine
+// keeps working (a trap is contained by a rebuild).
+func FuzzImport(f *testing.F) {
+	e, change, snap := filled(f)
+	f.Add(change, false)
+	f.Add(snap, true)
+	f.Add(change[:len(change)/2], false)
+	f.Add([]byte("loro"), true)
+	f.Fuzz(func(t *testing.T, blob []byte, asSnapshot bool) {
+		before := stateOf(t, e)
+		var out engine.Outcome
+		var err error
+		if asSnapshot {
+			out, err = e.ImportSnapshot("d", blob)
+		} else {
+			out, err = e.Import("d", blob)
+		}
+		after := stateOf(t, e)
+		if out == engine.Unreadable {
+			if err == nil {
+				t.Fatal("Unreadable without an error")
+			}
+			if !after.same(before) {
+				t.Fatalf("an unreadable blob changed the document: %s -> %s", before.json, after.json)
+			}
+		}
+		if out == engine.AlreadyHeld && !bytes.Equal(after.version, before.version) {
+			t.Fatal("AlreadyHeld changed the version")
+		}
+	})
+}
