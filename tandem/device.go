@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ferry-sync/ferry/tandem/client"
 	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/devstore"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )

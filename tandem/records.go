@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ferry-sync/ferry/tandem/client"
+	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
 	"github.com/ferry-sync/ferry/tandem/internal/roster"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"

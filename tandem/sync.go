@@ -7,8 +7,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/ferry-sync/ferry/tandem/client"
 	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/devstore"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
 	"github.com/ferry-sync/ferry/tandem/internal/roster"

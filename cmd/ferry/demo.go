@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,13 +13,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-sync/ferry/tandem/client"
+	"github.com/ferry-sync/ferry/tandem"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/jmaphub"
@@ -164,45 +165,83 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 // demoRun is the state of one scenario run.
 type demoRun struct {
 	ctx   context.Context
-	a, b  *client.Device
-	c     client.CollectionID
-	items map[string][16]byte
+	a, b  *tandem.Device
+	c     tandem.CollectionID
+	items map[string]tandem.RecordID
 	res   *demoResult
 	rej   int // messages rejected by either device
 }
 
-func demoScenario(ctx context.Context, h demoHub, log *slog.Logger, cleanup bool) (*demoResult, error) {
-	us, err := client.NewSecret(nil)
+func demoScenario(ctx context.Context, h demoHub, log *slog.Logger, cleanup bool) (res *demoResult, err error) {
+	tmp, err := os.MkdirTemp("", "ferry-demo-")
 	if err != nil {
 		return nil, err
 	}
-	r := &demoRun{ctx: ctx, items: map[string][16]byte{}, res: &demoResult{Hub: h.name}}
-	if r.a, err = demoDeviceOn(ctx, h, us, log); err != nil {
+	defer os.RemoveAll(tmp)
+	if cleanup {
+		before, err := folderIDs(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		// Clean up on success, on error and on Ctrl-C alike: with a context
+		// of its own, since ctx may be what ended the demo.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			n, cerr := removeDemoMessages(cctx, h, before)
+			switch {
+			case cerr != nil:
+				err = errors.Join(err, fmt.Errorf("the demo's messages could not all be removed from the mail account (%w); remove the folder %q by hand", cerr, hub.Folder))
+			case res != nil:
+				r := &demoRun{res: res}
+				r.step("the demo's %d messages are removed from the mail account (--keep keeps them)", n)
+			}
+		}()
+	}
+	r := &demoRun{ctx: ctx, items: map[string]tandem.RecordID{}, res: &demoResult{Hub: h.name}}
+	opts := tandem.Options{Name: "Demo user", Store: h.open, Logger: log}
+	if r.a, err = tandem.Open(ctx, filepath.Join(tmp, "a"), opts); err != nil {
 		return nil, err
 	}
-	if r.b, err = demoDeviceOn(ctx, h, us, log); err != nil {
+	defer r.a.Close()
+	if r.b, err = tandem.Restore(ctx, filepath.Join(tmp, "b"), r.a.ShowBackupKey(), opts); err != nil {
 		return nil, err
 	}
-	r.res.User = displayUID(r.a.UID())
+	defer r.b.Close()
+	r.res.User = r.a.UserID().String()
 	for _, step := range []func() error{r.create, r.pair, r.editA, r.editB, r.converge} {
 		if err := step(); err != nil {
 			return nil, err
 		}
 	}
 	r.check()
-	if cleanup {
-		n, err := removeDemoMessages(ctx, h, r.a.Channels())
-		if err != nil {
-			return nil, fmt.Errorf("removing the demo's messages: %w", err)
-		}
-		r.step("the demo's %d messages are removed from the mail account (--keep keeps them)", n)
-	}
 	return r.res, nil
 }
 
-// removeDemoMessages destroys the messages of the demo's own channels,
-// and nothing else in the account.
-func removeDemoMessages(ctx context.Context, h demoHub, channels []string) (int, error) {
+// folderIDs lists the messages in the hub's folder.
+func folderIDs(ctx context.Context, h demoHub) (map[hub.ID]bool, error) {
+	s, err := h.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := s.EnsureFolder(ctx); err != nil {
+		return nil, err
+	}
+	ch, err := s.Changes(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[hub.ID]bool{}
+	for _, a := range ch.Added {
+		ids[a.ID] = true
+	}
+	return ids, nil
+}
+
+// removeDemoMessages destroys the messages that entered the folder while
+// the demo ran, and nothing that was there before.
+func removeDemoMessages(ctx context.Context, h demoHub, before map[hub.ID]bool) (int, error) {
 	s, err := h.open(ctx)
 	if err != nil {
 		return 0, err
@@ -214,66 +253,44 @@ func removeDemoMessages(ctx context.Context, h demoHub, channels []string) (int,
 	}
 	var ids []hub.ID
 	for _, a := range ch.Added {
-		if slices.Contains(channels, a.Channel) {
+		if !before[a.ID] {
 			ids = append(ids, a.ID)
 		}
 	}
 	return len(ids), s.Destroy(ctx, ids)
 }
 
-// displayUID shows a user ID as §5.3 says: the first 20 bytes in b32, in
-// groups of 4.
-func displayUID(uid [32]byte) string {
-	s := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(uid[:20]))
-	var groups []string
-	for i := 0; i < len(s); i += 4 {
-		groups = append(groups, s[i:min(i+4, len(s))])
-	}
-	return strings.Join(groups, " ")
-}
-
-func demoDeviceOn(ctx context.Context, h demoHub, us [32]byte, log *slog.Logger) (*client.Device, error) {
-	s, err := h.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, func() { s.Close() })
-	return client.New(client.Config{Secret: us, Hub: s, Name: "Demo user", Logger: log})
-}
-
 func (r *demoRun) step(format string, args ...any) {
 	r.res.Steps = append(r.res.Steps, fmt.Sprintf(format, args...))
 }
 
-func (r *demoRun) sync(d *client.Device) (*client.SyncReport, error) {
+func (r *demoRun) sync(d *tandem.Device) (tandem.SyncReport, error) {
 	rep, err := d.Sync(r.ctx)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
-	r.rej += len(rep.Rejected)
+	r.rej += rep.Rejected
 	return rep, nil
 }
 
 // newItem adds a list item with a title, a quantity and tags.
-func (r *demoRun) newItem(d *client.Device, title, qty string, tags ...string) error {
-	id, err := d.NewRecordID()
+func (r *demoRun) newItem(d *tandem.Device, title, qty string, tags ...string) error {
+	id, err := d.NewRecord(r.c, map[string][]byte{"title": []byte(title), "qty": []byte(qty)})
 	if err != nil {
 		return err
 	}
 	r.items[title] = id
-	errs := []error{
-		d.Assign(r.c, id, "title", []byte(title)),
-		d.Assign(r.c, id, "qty", []byte(qty)),
-	}
 	for _, t := range tags {
-		errs = append(errs, d.Add(r.c, id, "tags", []byte(t)))
+		if err := d.AddElement(r.c, id, "tags", []byte(t)); err != nil {
+			return err
+		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func (r *demoRun) create() error {
 	var err error
-	if r.c, err = r.a.CreateCollection("Groceries"); err != nil {
+	if r.c, err = r.a.NewCollection("Groceries"); err != nil {
 		return err
 	}
 	r.res.Collection = r.c.String()
@@ -295,11 +312,11 @@ func (r *demoRun) pair() error {
 	if !slices.Contains(r.b.Collections(), r.c) {
 		return errors.New("device B did not find the collection in home")
 	}
-	snap, err := r.b.Snapshot(r.c)
+	recs, err := r.b.Records(r.c)
 	if err != nil {
 		return err
 	}
-	r.step("B is set up from the same user secret with a new device ID, syncs, and finds \"Groceries\" in home (%d items)", len(listItems(snap)))
+	r.step("B is set up from the same user secret with a new device ID, syncs, and finds \"Groceries\" in home (%d items)", len(listItems(recs)))
 	r.step("B goes offline")
 	return nil
 }
@@ -307,8 +324,8 @@ func (r *demoRun) pair() error {
 func (r *demoRun) editA() error {
 	milk := r.items["Milk"]
 	if err := errors.Join(
-		r.a.Assign(r.c, milk, "qty", []byte("2")),
-		r.a.Remove(r.c, milk, "tags", []byte("dairy")),
+		r.a.SetString(r.c, milk, "qty", "2"),
+		r.a.RemoveElement(r.c, milk, "tags", []byte("dairy")),
 		r.newItem(r.a, "Apples", "6"),
 	); err != nil {
 		return err
@@ -323,8 +340,8 @@ func (r *demoRun) editA() error {
 func (r *demoRun) editB() error {
 	milk := r.items["Milk"]
 	if err := errors.Join(
-		r.b.Assign(r.c, milk, "qty", []byte("3")),
-		r.b.Add(r.c, milk, "tags", []byte("dairy")),
+		r.b.SetString(r.c, milk, "qty", "3"),
+		r.b.AddElement(r.c, milk, "tags", []byte("dairy")),
 		r.newItem(r.b, "Coffee", "1"),
 		r.b.Delete(r.c, r.items["Bread"]),
 	); err != nil {
@@ -346,7 +363,7 @@ func (r *demoRun) converge() error {
 	r.step("B comes online and syncs (%d published, %d applied); A syncs (%d applied)", repB.Published, repB.Applied, repA.Applied)
 	for _, d := range []struct {
 		name string
-		dev  *client.Device
+		dev  *tandem.Device
 	}{{"A", r.a}, {"B", r.b}} {
 		dd, err := r.describe(d.name, d.dev)
 		if err != nil {
@@ -357,36 +374,40 @@ func (r *demoRun) converge() error {
 	return nil
 }
 
-func (r *demoRun) describe(name string, d *client.Device) (demoDevice, error) {
-	snap, err := d.Snapshot(r.c)
+func (r *demoRun) describe(name string, d *tandem.Device) (demoDevice, error) {
+	recs, err := d.Records(r.c)
 	if err != nil {
 		return demoDevice{}, err
 	}
-	b, err := snap.MarshalBinary()
+	b, err := json.Marshal(recs)
 	if err != nil {
 		return demoDevice{}, err
 	}
 	sum := sha256.Sum256(b)
-	list, err := d.Name(r.c)
+	names, err := d.Name(r.c)
 	if err != nil {
 		return demoDevice{}, err
 	}
+	var list []string
+	for _, n := range names {
+		list = append(list, n.String())
+	}
 	id := d.DeviceID()
-	return demoDevice{Name: name, DeviceID: hex.EncodeToString(id[:]), List: list, Items: listItems(snap), State: hex.EncodeToString(sum[:])}, nil
+	return demoDevice{Name: name, DeviceID: hex.EncodeToString(id[:]), List: list, Items: listItems(recs), State: hex.EncodeToString(sum[:])}, nil
 }
 
-// listItems reads the list's items from a merged state: every record with
-// a title that is not deleted, sorted by title.
-func listItems(s *client.State) []demoItem {
+// listItems reads the list's items: every record with a title that is not
+// deleted, sorted by title.
+func listItems(recs []tandem.Record) []demoItem {
 	var out []demoItem
-	for rec := range s.Records() {
-		title := values(s, rec, "title")
-		if s.Deleted(rec) || len(title) == 0 {
+	for _, rec := range recs {
+		title := rec.Fields["title"].Strings()
+		if rec.Deleted || len(title) == 0 {
 			continue
 		}
-		it := demoItem{Title: title, Qty: values(s, rec, "qty"), Tags: []string{}}
+		it := demoItem{Title: title, Qty: rec.Fields["qty"].Strings(), Tags: []string{}}
 		it.Conflict = len(it.Title) > 1 || len(it.Qty) > 1
-		for _, t := range s.Members(rec, "tags") {
+		for _, t := range rec.Fields["tags"].Elements {
 			it.Tags = append(it.Tags, string(t))
 		}
 		out = append(out, it)
@@ -394,16 +415,6 @@ func listItems(s *client.State) []demoItem {
 	slices.SortFunc(out, func(x, y demoItem) int {
 		return cmp.Compare(strings.Join(x.Title, "|"), strings.Join(y.Title, "|"))
 	})
-	return out
-}
-
-// values returns a register's siblings, sorted (§9.2).
-func values(s *client.State, rec [16]byte, field string) []string {
-	var out []string
-	for _, v := range s.Values(rec, field) {
-		out = append(out, string(v.Value))
-	}
-	slices.Sort(out)
 	return out
 }
 

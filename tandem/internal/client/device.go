@@ -320,7 +320,3 @@ func signedWrites(ws ...*record.Write) []SignedWrite {
 	}
 	return out
 }
-
-// State is the merged state of a collection (temporary alias until the
-// public tandem package replaces this one).
-type State = record.State

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ferry-sync/ferry/tandem/client"
 	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
