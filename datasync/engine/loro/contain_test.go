@@ -31,7 +31,9 @@ func stateOf(t testing.TB, e *Engine) state {
 	return state{must[[]byte](t)(e.Version("d")), must[[]byte](t)(e.JSON("d"))}
 }
 
-func (s state) same(o state) bool { return bytes.Equal(s.version, o.version) && bytes.Equal(s.json, o.json) }
+func (s state) same(o state) bool {
+	return bytes.Equal(s.version, o.version) && bytes.Equal(s.json, o.json)
+}
 
 // TestHostileBlobsChangeNothing: garbage, truncated, checksum-broken,
 // oversized and wrong-kind blobs from a peer are Unreadable with an error,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/engine/loro/internal/lorowasm"
@@ -178,7 +179,7 @@ func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	if !start.le(cur) && d.pending >= MaxPending {
 		return engine.MissingPredecessor, nil
 	}
-	return e.apply(ctx, name, d, change)
+	return e.apply(ctx, name, d, change, false)
 }
 
 // below reports whether a change starting at start carries ops below the
@@ -193,9 +194,24 @@ func below(start, since vv) bool {
 	return false
 }
 
+// belowRoot reports whether err is Loro refusing changes whose
+// dependencies lie below a shallow document's root.
+func belowRoot(err error) bool {
+	var je *lorowasm.JSError
+	return errors.As(err, &je) && strings.Contains(je.Message, "not included in the shallow history")
+}
+
 // apply imports blob into d and persists the result.
-func (e *Engine) apply(ctx context.Context, name string, d *doc, blob []byte) (engine.Outcome, error) {
+func (e *Engine) apply(ctx context.Context, name string, d *doc, blob []byte, snapshot bool) (engine.Outcome, error) {
 	st, err := e.in.Import(ctx, d.h, blob)
+	if belowRoot(err) {
+		// Loro checked the changes' dependencies against the shallow
+		// root itself and imported nothing.
+		if snapshot {
+			return engine.Refused, fmt.Errorf("datasync/engine/loro: snapshot of %q forked below this replica's compaction", name)
+		}
+		return engine.NeedsTrimmedHistory, nil
+	}
 	if err != nil {
 		return engine.Unreadable, fmt.Errorf("%w: %q: %w", ErrUnreadable, name, e.trapped(ctx, err))
 	}
@@ -294,7 +310,7 @@ func (e *Engine) ImportSnapshot(name string, snap []byte) (engine.Outcome, error
 		}
 		return e.replace(ctx, name, d, snap)
 	}
-	return e.apply(ctx, name, d, snap)
+	return e.apply(ctx, name, d, snap, true)
 }
 
 // replace swaps d for a document loaded from snap alone.
