@@ -20,42 +20,39 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	reused := s.c != nil && s.c.broken == nil
-	c, err := s.conn(ctx)
-	if err != nil {
-		return "", err
-	}
-	id, sent, err := c.append(ctx, s.mailbox, msg)
-	var se *statusError
-	switch {
-	case err == nil:
-	case errors.As(err, &se) && se.status == "NO" && se.hasCode("TRYCREATE"):
-		// The folder is gone (another client deleted it): make it again
-		// and append once more; a NO stored nothing (RFC 9051 §6.3.12).
-		if err := c.ensureFolder(ctx, s.mailbox); err != nil {
-			return "", fmt.Errorf("imaphub: append: %w: %w", hub.ErrNoFolder, err)
+	created := false
+	for attempt := 0; ; attempt++ {
+		reused := s.c != nil && s.c.broken == nil
+		c, err := s.conn(ctx)
+		if err != nil {
+			return "", err
 		}
-		id, _, err = c.append(ctx, s.mailbox, msg)
-		return id, err
-	case errors.As(err, &se) && se.status == "NO" && c.selected:
-		// A NO stores nothing (RFC 9051 §6.3.12). Dovecot refuses appends
-		// on a connection whose selected folder was deleted and created
-		// again by another client; a fresh connection appends fine.
-		c.fail("append", err)
-	case !sent && reused && c.gone && ctx.Err() == nil:
-		// The server had logged the idle connection out before the
-		// message was sent: nothing can have been stored.
-	default:
-		return "", err
+		id, sent, err := c.append(ctx, s.mailbox, msg)
+		if err == nil || attempt == 2 {
+			return id, err
+		}
+		var se *statusError
+		switch {
+		case errors.As(err, &se) && se.status == "NO" && se.hasCode("TRYCREATE") && !created:
+			// The folder is gone (another client deleted it): make it
+			// again and append once more; a NO stored nothing (RFC 9051
+			// §6.3.12).
+			if err := c.ensureFolder(ctx, s.mailbox); err != nil {
+				return "", fmt.Errorf("imaphub: append: %w: %w", hub.ErrNoFolder, err)
+			}
+			created = true
+		case errors.As(err, &se) && se.status == "NO" && c.selected:
+			// Dovecot refuses appends on a connection whose selected
+			// folder was deleted (and maybe created again) by another
+			// client; a fresh connection appends fine.
+			c.fail("append", err)
+		case !sent && reused && c.gone && ctx.Err() == nil:
+			// The server had logged the idle connection out before the
+			// message was sent: nothing can have been stored.
+		default:
+			return "", err
+		}
 	}
-	if err == nil {
-		return id, nil
-	}
-	if c, err = s.conn(ctx); err != nil {
-		return "", err
-	}
-	id, _, err = c.append(ctx, s.mailbox, msg)
-	return id, err
 }
 
 // append sends one APPEND. sent reports whether the message itself went

@@ -115,6 +115,12 @@ func (c *conn) reselect(ctx context.Context, mailbox string, uidValidity uint32)
 			}
 			return nil
 		})
+		var se *statusError
+		if errors.As(err, &se) && se.status == "NO" {
+			// Cyrus answers NOOP with NO once the selected folder is
+			// deleted: SELECT tells what is there now.
+			c.selValidity, err = 0, nil
+		}
 		if err != nil || c.selValidity == uidValidity {
 			return c.selValidity, err
 		}

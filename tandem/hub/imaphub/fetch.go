@@ -238,7 +238,16 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 			{other, fmt.Sprintf("UID BODY.PEEK[HEADER.FIELDS (%s)] BODY.PEEK[TEXT]", changesFields)},
 		} {
 			for _, set := range batches(setOf(part.uids)) {
-				if err := c.fetchBodies(ctx, set, part.items, &w, out, &s.headers, uidValidity); err != nil {
+				err := c.fetchBodies(ctx, set, part.items, &w, out, &s.headers, uidValidity)
+				var se *statusError
+				if errors.As(err, &se) && se.status == "NO" {
+					// Cyrus answers NOOP fine but FETCH with NO once the
+					// selected folder is deleted: is it still there?
+					if _, serr := c.selectFolder(ctx, s.mailbox, nil); isNoFolder(serr) {
+						return nil // gone, and its messages with it
+					}
+				}
+				if err != nil {
 					return err
 				}
 			}
