@@ -25,7 +25,7 @@ type Proxy struct {
 	refuse  bool
 	rewrite func([]byte) []byte
 	toSrv   func([]byte) []byte
-	cutLeft int // > 0: cut all connections after this many more server bytes
+	cutLeft int        // > 0: cut all connections after this many more server bytes
 	wake    *sync.Cond // broadcast when silent ends or the proxy closes
 	closed  bool
 	wg      sync.WaitGroup
