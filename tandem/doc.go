@@ -1,0 +1,59 @@
+// Package tandem is Ferry's Tandem: encrypted, shared collections of
+// records kept in sync through an ordinary mail account (JMAP or IMAP),
+// with every device holding a full replica (tandem.txt §1.1, §12.1).
+//
+// An app opens one Device per installation, in a directory of its own:
+//
+//	d, err := tandem.Open(ctx, dir, tandem.Options{Name: "Jesper", Hub: tandem.IMAPHub(host, 993, user, pass)})
+//	list, err := d.NewCollection("Groceries")
+//	milk, err := d.NewRecord(list, map[string][]byte{"title": []byte("Milk")})
+//	err = d.AddElement(list, milk, "tags", []byte("dairy"))
+//	_, err = d.Sync(ctx)
+//
+// Everything is local and instant: a write is signed, merged and saved on
+// disk before the call returns (§13.2), and the device works without a
+// network. Sync publishes what this device wrote and merges what the other
+// devices published; it reports an unreachable hub as an *Error with
+// CodeOffline and a refused credential as CodeAuth, whose Message is the
+// sentence of §13.3 to show the user. Reading gives plain Go values:
+// every value of a field (several are a conflict, §9.2), set elements,
+// deleted records, and who wrote each value (Author: the user's ID and the
+// name the collection's roster gives them, §1.1 goal 5).
+//
+// # The device directory
+//
+// The directory holds three files: secret (the 32-byte user secret US,
+// mode 0600), device.db (one SQLite database: device ID, clock, the hub's
+// change-feed cursor, the outbox, the merged states of home and every
+// collection, roster chains, the index of hub messages with what was done
+// with each — rejected ones are never fetched again — and held messages
+// with the time they were first seen) and lock (held with flock while the
+// device is open: a second process gets CodeLocked, never a second writer).
+// The schema carries a version: a newer one is refused (CodeNewerVersion),
+// an older one migrated on open. The device ID changes only when a secret
+// is newly installed (first run, Restore; §5.3), and the clock never goes
+// back across restarts, whatever the wall clock says (§9.1).
+//
+// # What protects the state
+//
+// The secret file is protected by the file system only: mode 0600 in a
+// directory of mode 0700, readable by the user's own processes and by
+// root. The spec's Keychain with this-device-only accessibility (§5.3) is
+// the platform's job; an app on such a platform keeps the directory in its
+// protected container. Writes read back from device.db are not verified
+// again on open: the database is written by this device after it verified
+// every write, and whoever could alter it could read the secret beside it
+// and sign anything, so verifying again would cost seconds per open and
+// protect nothing (docs/decisions/tandem-device-store.md).
+//
+// # Hubs
+//
+// A Hub is the descriptor of §13.1, read with ParseHub from its JSON form
+// (a hub QR code's content) or made with IMAPHub, JMAPHub and
+// JMAPBasicHub. An app that brings its own binding passes Options.Store:
+// any hub.Store (packages hub/imaphub, hub/jmaphub and hub/memhub are the
+// ones Ferry ships).
+//
+// The protocol as Ferry implements it, with a map from spec sections to
+// code, is docs/tandem.md.
+package tandem
