@@ -227,7 +227,7 @@ func (s *Store) touchedRows(ctx context.Context, tx *sql.Tx, owner protocol.Owne
 			hi = from(e.blocks[k+1].start)
 		}
 		if hi-lo != b.n {
-			rows, err := tx.QueryContext(ctx, blockRowsQuery, owner[:], b.start[:], b.n)
+			rows, err := tx.QueryContext(ctx, s.rebind(blockRowsQuery), owner[:], b.start[:], b.n)
 			if err != nil {
 				return nil, fmt.Errorf("sqlstore: block rows: %w", err)
 			}

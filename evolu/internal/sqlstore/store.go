@@ -95,6 +95,7 @@ type Store struct {
 	db   *sql.DB
 	cfg  Config
 	lock *os.File // the exclusive lock, when Config.Exclusive
+	pg   bool     // the database is Postgres (OpenPostgres)
 
 	writeMu sync.Mutex // serializes write transactions
 
@@ -222,7 +223,7 @@ func (s *Store) Stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st != nil {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, q)
+	st, err := s.db.PrepareContext(ctx, s.rebind(q))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: prepare: %w", err)
 	}
@@ -434,7 +435,7 @@ func (s *Store) ownerGen(ctx context.Context, q querier, owner protocol.OwnerID)
 	if q == querier(s.db) {
 		err = s.scanRow(ctx, sel, []any{owner[:]}, &gen)
 	} else {
-		err = q.QueryRowContext(ctx, sel, owner[:]).Scan(&gen)
+		err = q.QueryRowContext(ctx, s.rebind(sel), owner[:]).Scan(&gen)
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("sqlstore: owner generation: %w", err)
@@ -446,7 +447,11 @@ func (s *Store) ownerGen(ctx context.Context, q querier, owner protocol.OwnerID)
 // transaction, so that the blocks, the greatest timestamp and the
 // generation agree.
 func (s *Store) load(ctx context.Context, owner protocol.OwnerID, x *ownerIndex) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		opts.Isolation = sql.LevelRepeatableRead // one snapshot, as SQLite's read transaction
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("sqlstore: load index: %w", err)
 	}
@@ -460,7 +465,7 @@ func (s *Store) loadTx(ctx context.Context, q querier, owner protocol.OwnerID, x
 	if err != nil {
 		return err
 	}
-	rows, err := q.QueryContext(ctx, `select start, n, fp from evolu_block where owner = ? order by start`, owner[:])
+	rows, err := q.QueryContext(ctx, s.rebind(`select start, n, fp from evolu_block where owner = ? order by start`), owner[:])
 	if err != nil {
 		return fmt.Errorf("sqlstore: load index: %w", err)
 	}
@@ -484,7 +489,7 @@ func (s *Store) loadTx(ctx context.Context, q querier, owner protocol.OwnerID, x
 	x.max = protocol.TimestampBytes{}
 	if len(x.blocks) > 0 {
 		var raw []byte
-		if err := q.QueryRowContext(ctx, `select max(t) from evolu_ts where owner = ?`, owner[:]).Scan(&raw); err != nil {
+		if err := q.QueryRowContext(ctx, s.rebind(`select t from evolu_ts where owner = ? order by t desc limit 1`), owner[:]).Scan(&raw); err != nil {
 			return fmt.Errorf("sqlstore: load index: %w", err)
 		}
 		copy(x.max[:], raw)
@@ -498,13 +503,8 @@ func (s *Store) loadTx(ctx context.Context, q querier, owner protocol.OwnerID, x
 // Ping checks that the database answers a query.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.db.QueryRowContext(ctx, `select 1`).Scan(&one); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.rebind(`select 1`)).Scan(&one); err != nil {
 		return fmt.Errorf("sqlstore: ping: %w", err)
 	}
 	return nil
-}
-
-// OpenPostgres opens a store in the Postgres database at dsn.
-func OpenPostgres(ctx context.Context, dsn string, cfg Config) (*Store, error) {
-	return nil, errors.New("sqlstore: postgres: not yet")
 }

@@ -43,7 +43,7 @@ func (s *Store) Verify(ctx context.Context) ([]protocol.OwnerID, error) {
 }
 
 func (s *Store) allOwners(ctx context.Context) ([]protocol.OwnerID, error) {
-	rows, err := s.db.QueryContext(ctx, `select distinct owner from evolu_ts union select distinct owner from evolu_block`)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`select distinct owner from evolu_ts union select distinct owner from evolu_block`))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: verify: %w", err)
 	}
@@ -68,7 +68,7 @@ func (s *Store) verifyOwner(ctx context.Context, owner protocol.OwnerID) (bool, 
 	if err := s.load(ctx, owner, &x); err != nil {
 		return false, err
 	}
-	rows, err := s.db.QueryContext(ctx, `select t, fp from evolu_ts where owner = ? order by t`, owner[:])
+	rows, err := s.db.QueryContext(ctx, s.rebind(`select t, fp from evolu_ts where owner = ? order by t`), owner[:])
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: verify: %w", err)
 	}
@@ -143,15 +143,15 @@ func (s *Store) rebuildOwner(ctx context.Context, owner protocol.OwnerID) error 
 		return err
 	}
 	for _, q := range []string{`delete from evolu_block where owner = ?`, `delete from evolu_block_rows where owner = ?`} {
-		if _, err := tx.ExecContext(ctx, q, owner[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind(q), owner[:]); err != nil {
 			return fmt.Errorf("sqlstore: rebuild: %w", err)
 		}
 	}
-	if err := rebuildBlocks(ctx, tx, owner); err != nil {
+	if err := s.rebuildBlocks(ctx, tx, owner); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `update evolu_owner set stored_bytes =
-		(select coalesce(sum(length(change)), 0) from evolu_change where owner = ?) where owner = ?`, owner[:], owner[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, s.rebind(`update evolu_owner set stored_bytes =
+		(select coalesce(sum(length(change)), 0) from evolu_change where owner = ?) where owner = ?`), owner[:], owner[:]); err != nil {
 		return fmt.Errorf("sqlstore: rebuild: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -163,7 +163,7 @@ func (s *Store) rebuildOwner(ctx context.Context, owner protocol.OwnerID) error 
 
 // rebuildBlocks cuts the owner's rows into full blocks and writes them,
 // reading rebuildChunk blocks' rows at a time.
-func rebuildBlocks(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) error {
+func (s *Store) rebuildBlocks(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) error {
 	const rebuildChunk = 64
 	var after []byte // greatest timestamp done; nil before the first
 	for {
@@ -171,7 +171,7 @@ func rebuildBlocks(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) erro
 		if after != nil {
 			q, args = `select t, fp from evolu_ts where owner = ? and t > ? order by t limit ?`, []any{owner[:], after, rebuildChunk * maxBlock}
 		}
-		rows, err := tx.QueryContext(ctx, q, args...)
+		rows, err := tx.QueryContext(ctx, s.rebind(q), args...)
 		if err != nil {
 			return fmt.Errorf("sqlstore: rebuild: %w", err)
 		}
@@ -192,7 +192,7 @@ func rebuildBlocks(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) erro
 			return nil
 		}
 		for _, r := range blocks {
-			if err := insertBlock(ctx, tx, owner, r); err != nil {
+			if err := s.insertBlock(ctx, tx, owner, r); err != nil {
 				return err
 			}
 		}
@@ -201,13 +201,13 @@ func rebuildBlocks(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) erro
 	}
 }
 
-func insertBlock(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, r *blockRows) error {
+func (s *Store) insertBlock(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, r *blockRows) error {
 	n := len(r.ts)
-	if _, err := tx.ExecContext(ctx, `insert into evolu_block (owner, start, n, fp) values (?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, s.rebind(`insert into evolu_block (owner, start, n, fp) values (?, ?, ?, ?)`),
 		owner[:], r.ts[0][:], n, r.pfx[n][:]); err != nil {
 		return fmt.Errorf("sqlstore: rebuild: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `insert into evolu_block_rows (owner, start, rows) values (?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, s.rebind(`insert into evolu_block_rows (owner, start, rows) values (?, ?, ?)`),
 		owner[:], r.ts[0][:], r.pack()); err != nil {
 		return fmt.Errorf("sqlstore: rebuild: %w", err)
 	}

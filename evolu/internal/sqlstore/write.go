@@ -125,7 +125,7 @@ func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, owner protocol.OwnerI
 	if s.cfg.WithinQuota != nil && !s.cfg.WithinQuota(owner, stored+added) {
 		return nil, &protocol.QuotaExceededError{OwnerID: owner}
 	}
-	if _, err := tx.ExecContext(ctx, `update evolu_owner set stored_bytes = stored_bytes + ? where owner = ?`, added, owner[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, s.rebind(`update evolu_owner set stored_bytes = stored_bytes + ? where owner = ?`), added, owner[:]); err != nil {
 		return nil, fmt.Errorf("sqlstore: update usage: %w", err)
 	}
 	ts := make([]protocol.TimestampBytes, len(fresh))
@@ -150,7 +150,7 @@ func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, owner protocol.OwnerI
 	for i := range fresh {
 		ix.account(ts[i], fps[i])
 	}
-	if err := ix.splitOversized(ctx, tx, owner); err != nil {
+	if err := ix.splitOversized(ctx, s, tx, owner); err != nil {
 		return nil, err
 	}
 	if onNew != nil {
@@ -361,12 +361,12 @@ func (e *blockEditor) account(t protocol.TimestampBytes, fp protocol.Fingerprint
 // 3/4 maxBlock, reading its rows once. The rows inserted in the
 // transaction are all accounted for, so a block's rows are exactly its n
 // timestamps from its start.
-func (e *blockEditor) splitOversized(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID) error {
+func (e *blockEditor) splitOversized(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID) error {
 	for k := len(e.blocks) - 1; k >= 0; k-- {
 		if e.blocks[k].n <= maxBlock {
 			continue
 		}
-		parts, err := e.split(ctx, tx, owner, e.blocks[k])
+		parts, err := e.split(ctx, s, tx, owner, e.blocks[k])
 		if err != nil {
 			return err
 		}
@@ -378,8 +378,8 @@ func (e *blockEditor) splitOversized(ctx context.Context, tx *sql.Tx, owner prot
 	return nil
 }
 
-func (e *blockEditor) split(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, b block) ([]block, error) {
-	rows, err := tx.QueryContext(ctx, `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], b.start[:], b.n)
+func (e *blockEditor) split(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID, b block) ([]block, error) {
+	rows, err := tx.QueryContext(ctx, s.rebind(`select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`), owner[:], b.start[:], b.n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: split: %w", err)
 	}
@@ -426,10 +426,10 @@ func (e *blockEditor) changedStarts() []protocol.TimestampBytes {
 
 func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID, rows map[protocol.TimestampBytes]*blockRows) error {
 	for _, start := range e.deleted {
-		if _, err := tx.ExecContext(ctx, `delete from evolu_block where owner = ? and start = ?`, owner[:], start[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind(`delete from evolu_block where owner = ? and start = ?`), owner[:], start[:]); err != nil {
 			return fmt.Errorf("sqlstore: delete block: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `delete from evolu_block_rows where owner = ? and start = ?`, owner[:], start[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind(`delete from evolu_block_rows where owner = ? and start = ?`), owner[:], start[:]); err != nil {
 			return fmt.Errorf("sqlstore: delete block rows: %w", err)
 		}
 	}

@@ -23,8 +23,8 @@ func (s *Store) ValidateWriteKey(ctx context.Context, owner protocol.OwnerID, ke
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	_, err = s.db.ExecContext(ctx, `insert into evolu_owner (owner, write_key) values (?, ?)
-		on conflict (owner) do update set write_key = excluded.write_key where write_key is null`, owner[:], key[:])
+	_, err = s.db.ExecContext(ctx, s.rebind(`insert into evolu_owner (owner, write_key) values (?, ?)
+		on conflict (owner) do update set write_key = excluded.write_key where evolu_owner.write_key is null`), owner[:], key[:])
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: store write key: %w", err)
 	}
