@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 export FERRY_CACHE=${FERRY_CACHE:-$PWD/.cache}
 export DEBIAN_FRONTEND=noninteractive
 
-USERS="alice bob carol dave erin frank grace heidi ivan judy ken mallory oscar peggy victor walter trent"   # password: <user>pw; spares for parallel test packages (mallory..trent: hub fault tests)
+USERS="alice bob carol dave erin frank grace heidi ivan judy ken mallory oscar peggy victor walter trent uma xena"   # password: <user>pw; spares for parallel test packages (mallory..xena: hub fault tests)
 D=$FERRY_CACHE/mail/dovecot
 MAILUSER=tandemhub
 APT=(apt-get -qq -o DPkg::Lock::Timeout=600)

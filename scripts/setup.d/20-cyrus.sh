@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../.."
 export FERRY_CACHE=${FERRY_CACHE:-$PWD/.cache}
 export DEBIAN_FRONTEND=noninteractive
 
-USERS="alice bob carol dave erin frank grace heidi ivan judy ken mallory oscar peggy victor walter trent"   # spares for parallel test packages (mallory..trent: hub fault tests)
+USERS="alice bob carol dave erin frank grace heidi ivan judy ken mallory oscar peggy victor walter trent uma xena"   # spares for parallel test packages (mallory..xena: hub fault tests)
 IMAP_PORT=2143
 HTTP_PORT=8008
 C=$FERRY_CACHE/mail/cyrus

@@ -17,9 +17,10 @@ import (
 
 // The fault tests of issue 15 run against real Dovecot and Cyrus IMAP,
 // through a faultproxy the test starts, with a second raw client (admin)
-// on the same account. Users (scripts/setup.d): mallory (silence, cuts),
-// oscar and peggy (two accounts, one cursor), victor (extensions, TLS),
-// walter (deleted folders); on Cyrus the same names.
+// on the same account. Users (scripts/setup.d): mallory on Dovecot, trent
+// on Cyrus (silence, cuts), oscar and peggy (two accounts, one cursor),
+// victor (extensions, TLS, Dovecot only), walter (deleted folders). The
+// jmaphub tests use other Cyrus users (packages run in parallel).
 
 // cyrusIMAP returns the Config of user on the Cyrus IMAP server that
 // scripts/setup.d/20-cyrus.sh starts.
@@ -48,11 +49,12 @@ type server struct {
 	cfg  Config
 }
 
-// both returns user's account on Dovecot (the QRESYNC instance) and Cyrus.
-func both(t *testing.T, user string) []server {
+// both returns an account on Dovecot (the QRESYNC instance) and one on
+// Cyrus.
+func both(t *testing.T, dovecotUser, cyrusUser string) []server {
 	return []server{
-		{"dovecot", dovecot(t, "FERRY_DOVECOT_ADDR", user)},
-		{"cyrus", cyrusIMAP(t, user)},
+		{"dovecot", dovecot(t, "FERRY_DOVECOT_ADDR", dovecotUser)},
+		{"cyrus", cyrusIMAP(t, cyrusUser)},
 	}
 }
 
@@ -208,7 +210,7 @@ func TestCursorOfAnotherAccount(t *testing.T) {
 // within IdleRefresh + ReplyTimeout, and a command on a silent connection
 // fails within ReplyTimeout, even with a context that has no deadline.
 func TestWatchEndsOnSilence(t *testing.T) {
-	for _, srv := range both(t, "mallory") {
+	for _, srv := range both(t, "mallory", "trent") {
 		t.Run(srv.name, func(t *testing.T) {
 			newAdmin(t, srv.cfg).reset()
 			cfg, p := proxied(t, srv.cfg)
@@ -243,7 +245,7 @@ func TestWatchEndsOnSilence(t *testing.T) {
 // idles on. Both end Watch with hub.ErrNoFolder, Cyrus at the next IDLE
 // re-issue.
 func TestWatchFolderDeleted(t *testing.T) {
-	for _, srv := range both(t, "walter") {
+	for _, srv := range both(t, "walter", "walter") {
 		t.Run(srv.name, func(t *testing.T) {
 			adm := newAdmin(t, srv.cfg)
 			adm.reset()
@@ -269,7 +271,7 @@ func TestWatchFolderDeleted(t *testing.T) {
 // hub.ErrProtocol (stop); the store works again once the path is back.
 // A cut Watch ends with hub.ErrUnavailable too.
 func TestCutIsUnavailable(t *testing.T) {
-	for _, srv := range both(t, "mallory") {
+	for _, srv := range both(t, "mallory", "trent") {
 		t.Run(srv.name, func(t *testing.T) {
 			newAdmin(t, srv.cfg).reset()
 			cfg, p := proxied(t, srv.cfg)
@@ -311,7 +313,7 @@ func TestCutIsUnavailable(t *testing.T) {
 // it again (NO [TRYCREATE]) and stores — as the JMAP binding does
 // (jmaphub TestCyrusMissingMailboxAgrees).
 func TestMissingFolderAgrees(t *testing.T) {
-	for _, srv := range both(t, "walter") {
+	for _, srv := range both(t, "walter", "walter") {
 		t.Run(srv.name, func(t *testing.T) {
 			adm := newAdmin(t, srv.cfg)
 			adm.reset()

@@ -19,8 +19,8 @@ import (
 // The fault tests of issue 15 on Cyrus JMAP: a faultproxy the test starts
 // carries every connection of the store under test, and a second store on
 // the same account (admin) acts behind its back. Users: mallory (renames,
-// silence, cuts, a destroyed mailbox), oscar and peggy (two accounts, one
-// cursor).
+// silence, cuts, a destroyed mailbox), uma and xena (two accounts, one
+// cursor); the imaphub tests use other Cyrus users.
 
 // cyrusUser returns the Config of the named Cyrus user.
 func cyrusUser(t *testing.T, name string) Config {
@@ -92,7 +92,7 @@ func mustT[T any](t *testing.T) func(T, error) T {
 // the bytes); a cursor of one account used on the other is a full resync
 // from nothing that reports every message of the second, with Reset.
 func TestCyrusCursorOfAnotherAccount(t *testing.T) {
-	cfgA, cfgB := cyrusUser(t, "oscar"), cyrusUser(t, "peggy")
+	cfgA, cfgB := cyrusUser(t, "uma"), cyrusUser(t, "xena")
 	adA, adB := admin{openCyrus(t, cfgA)}, admin{openCyrus(t, cfgB)}
 	adA.reset(t)
 	adB.reset(t)
