@@ -345,8 +345,18 @@ func (e *Engine) Compact(name string) error {
 	defer cancel()
 	shallow, err := e.in.ExportShallowSnapshot(ctx, d.h)
 	if err != nil {
-		return e.trapped(ctx, err)
+		return fmt.Errorf("%w: %q: %w", ErrCompact, name, e.trapped(ctx, err))
 	}
-	_, err = e.replace(ctx, name, d, shallow)
-	return err
+	if _, err := e.replace(ctx, name, d, shallow); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrCompact, name, err)
+	}
+	return nil
 }
+
+// ErrCompact means a document could not be compacted; it is unchanged,
+// with its whole history. Loro 1.13.9 exports, for some histories, a
+// shallow snapshot it then refuses to load ("cannot switch a document to a
+// version before the shallow history's start version"); the engine loads
+// the snapshot before adopting it, so such a compaction fails instead of
+// losing the document.
+var ErrCompact = errors.New("datasync/engine/loro: compaction failed")
