@@ -1,6 +1,7 @@
 package imaphub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -386,6 +387,46 @@ func TestOnlyRequiredExtensions(t *testing.T) {
 		_, err := Open(ctx5(t), cfg)
 		if !errors.Is(err, hub.ErrProtocol) || !strings.Contains(err.Error(), ext) {
 			t.Errorf("Open on a server without %s: %v, want a protocol error naming it", ext, err)
+		}
+	}
+}
+
+// TestOddMessagesDovecot (issue 15, points 4-8): the IMAP reader reads
+// the one-reading corpus (hubtest.OddMessages), stored raw by a second
+// client on Dovecot, as the corpus says; Dovecot stores the obsolete
+// header syntax that Cyrus refuses. The same corpus is read through both
+// bindings on Cyrus by tandem/hub/internal/crosstest.
+func TestOddMessagesDovecot(t *testing.T) {
+	cfg := dovecot(t, "FERRY_DOVECOT_ADDR", "victor")
+	adm := newAdmin(t, cfg)
+	adm.reset()
+	s := openT(t, cfg)
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.EnsureFolder(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cur := must[hub.Changes](t)(s.Changes(ctx, nil)).Cursor
+	for _, o := range hubtest.OddMessages(true) {
+		adm.inject(o.Raw)
+		c := must[hub.Changes](t)(s.Changes(ctx, cur))
+		cur = c.Cursor
+		if o.Channel == "" {
+			if len(c.Added) != 0 {
+				t.Errorf("%s: listed %v", o.Name, c.Added)
+			}
+			continue
+		}
+		if len(c.Added) != 1 || c.Added[0].Channel != o.Channel {
+			t.Errorf("%s: added %v, want one on channel %s", o.Name, c.Added, o.Channel)
+			continue
+		}
+		b := must[[]hub.Body](t)(s.Fetch(ctx, ids(c)))[0]
+		switch {
+		case o.Want != nil && !errors.Is(b.Err, o.Want):
+			t.Errorf("%s: %v, want %v", o.Name, b.Err, o.Want)
+		case o.Want == nil && (b.Err != nil || !bytes.Equal(b.Envelope, o.Envelope)):
+			t.Errorf("%s: %v, %d-byte envelope; want the corpus envelope", o.Name, b.Err, len(b.Envelope))
 		}
 	}
 }
