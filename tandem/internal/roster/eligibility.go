@@ -15,10 +15,11 @@ import (
 //   - ErrHeld: the named statement, the channel's statement or the channel's
 //     inventory is not known yet; keep the write and ask again later. The
 //     error is a *HoldError naming what it waits for (see Pending).
-//   - ErrRejected: a bad signature, a malformed write, an author the named
-//     statement does not list as owner or writer, a reader, _meta by anyone
-//     but the owner, a statement outside the followed roster, or a write
-//     neither of this epoch nor listed in its inventory. Final.
+//   - ErrRejected: a bad signature, a malformed write, a zero ref (only a
+//     genesis has none), an author the named statement does not list as
+//     owner or writer, a reader, _meta by anyone but the owner, a statement
+//     outside the followed roster, or a write neither of this epoch nor
+//     listed in its inventory. Final.
 //   - ErrDead: the collection is dead; processing stops (§9.4).
 //
 // The write-level checks beyond the signature (op, element and value
@@ -102,6 +103,8 @@ func (c *Chain) checkWriteShape(w *suite.WriteBody) error {
 		return fmt.Errorf("%w: %w: _roster writes are statements (§9.4)", ErrRejected, ErrRecord)
 	case w.Record == metaRecord && w.Op == suite.OpDelete:
 		return fmt.Errorf("%w: %w", ErrRejected, ErrNamedDelete)
+	case w.Ref == [32]byte{}: // only a genesis has no ref (§7.1, §9.1)
+		return fmt.Errorf("%w: %w: a data write with a zero ref", ErrRejected, ErrRef)
 	}
 	return nil
 }

@@ -189,3 +189,17 @@ func TestMissingInventoryHolds(t *testing.T) {
 	check(t, w.check(t, c, w.wA, w.e1))
 	wantIs(t, w.check(t, c, w.late, w.e1), ErrRejected, ErrNotEligible)
 }
+
+// TestZeroRefRejected: only a genesis has no ref (§7.1, §9.1). A data write
+// whose ref is zero names no statement that could ever arrive, so it is
+// rejected, not held, in every channel and before the genesis too.
+func TestZeroRefRejected(t *testing.T) {
+	w := newWorld(t)
+	x := sw(t, w.w, w.coll, w.rec1, [32]byte{}, suite.Dot{Device: suite.DeviceID{2}, HLC: suite.HLC{Millis: 400}}, suite.OpAssign, "milk")
+	c := chainOf(t, w.r1)
+	for _, ch := range [][32]byte{w.e0, w.e1} {
+		wantIs(t, w.check(t, c, x, ch), ErrRejected, ErrRef)
+	}
+	// Before the genesis is known everything else is held; this is not.
+	wantIs(t, w.check(t, NewChain(w.coll, Options{}), x, w.e0), ErrRejected, ErrRef)
+}
