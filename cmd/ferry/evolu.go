@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,20 +34,32 @@ type evoluFlags struct {
 }
 
 func (f *evoluFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.secret, "secret", "", "owner secret: 64 hex digits (required)")
+	cmd.Flags().StringVar(&f.secret, "secret", "", "owner secret: 64 hex digits or Evolu's 24-word mnemonic (required)")
 	cmd.Flags().StringVar(&f.db, "db", "client.db", "client SQLite database file")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("secret")
 }
 
-func (f *evoluFlags) open(cmd *cobra.Command) (client.Owner, *client.Store, error) {
+// open parses the secret and opens the client database; a read command
+// (mustExist) refuses a database that does not exist instead of creating
+// it.
+func (f *evoluFlags) open(cmd *cobra.Command, mustExist bool) (client.Owner, *client.Store, error) {
 	sec, err := client.ParseSecret(f.secret)
 	if err != nil {
-		return client.Owner{}, nil, err
+		return client.Owner{}, nil, fmt.Errorf("--secret: %s", strings.TrimPrefix(err.Error(), "evolu: "))
 	}
 	o := client.OwnerFromSecret(sec)
-	st, err := client.OpenStore(cmd.Context(), f.db)
-	if err != nil {
+	open := client.OpenStore
+	if mustExist {
+		open = client.OpenExistingStore
+	}
+	st, err := open(cmd.Context(), f.db)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return o, nil, fmt.Errorf("no client database %s: check --db (put and sync create one)", f.db)
+	case errors.Is(err, client.ErrWrongDatabase):
+		return o, nil, innermost(err, client.ErrWrongDatabase)
+	case err != nil:
 		return o, nil, err
 	}
 	st.AddOwner(o)
@@ -56,6 +70,7 @@ func newEvoluSyncCmd() *cobra.Command {
 	var f evoluFlags
 	var relayURL string
 	var watch bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Sync one owner's changes with a relay and print what moved",
@@ -64,7 +79,7 @@ stays connected: it applies the relay's broadcasts as they come and reconnects
 after failures, until interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, st, err := f.open(cmd)
+			o, st, err := f.open(cmd, false)
 			if err != nil {
 				return err
 			}
@@ -88,10 +103,14 @@ after failures, until interrupted.`,
 							fmt.Fprintf(out, "owner %s: received %d changes by broadcast\n", o.ID, n)
 						}
 					},
-					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+					Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+					SyncOptions: client.SyncOptions{ReplyTimeout: timeout},
 				})
 			}
-			rep, err := client.Sync(cmd.Context(), relayURL, o, st, client.SyncOptions{})
+			rep, err := client.Sync(cmd.Context(), relayURL, o, st, client.SyncOptions{ReplyTimeout: timeout})
+			if errors.Is(err, client.ErrNoReply) {
+				return fmt.Errorf("the relay at %s sent no reply within %s: is it an Evolu protocol v1 relay? (a relay does not answer a request it cannot decode)", relayURL, timeout)
+			}
 			if err != nil {
 				return err
 			}
@@ -101,6 +120,7 @@ after failures, until interrupted.`,
 	f.add(cmd)
 	cmd.Flags().StringVar(&relayURL, "relay", "ws://127.0.0.1:4000", "relay WebSocket URL")
 	cmd.Flags().BoolVar(&watch, "watch", false, "stay connected and apply changes as they come")
+	cmd.Flags().DurationVar(&timeout, "timeout", client.DefaultReplyTimeout, "how long to wait for each reply of the relay")
 	return cmd
 }
 
@@ -137,6 +157,9 @@ func newEvoluPutCmd() *cobra.Command {
 			if table == "" {
 				return errors.New("--table is required")
 			}
+			if del && id == "" {
+				return errors.New("--delete needs --id: the id of the row to delete")
+			}
 			c := client.DbChange{Table: table}
 			if id == "" {
 				if _, err := io.ReadFull(rand.Reader, c.ID[:]); err != nil {
@@ -162,7 +185,7 @@ func newEvoluPutCmd() *cobra.Command {
 			if len(c.Values) == 0 && c.IsDelete == nil {
 				return errors.New("nothing to write: give columns or --delete")
 			}
-			o, st, err := f.open(cmd)
+			o, st, err := f.open(cmd, false)
 			if err != nil {
 				return err
 			}
@@ -194,11 +217,18 @@ func newEvoluRowsCmd() *cobra.Command {
 		Short: "Print the rows made by the owner's decrypted changes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, st, err := f.open(cmd)
+			o, st, err := f.open(cmd, true)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			has, err := st.HasChanges(cmd.Context(), o.ID)
+			if err != nil {
+				return err
+			}
+			if !has {
+				return fmt.Errorf("owner %s has no rows in %s: a different secret, or not synced to this device yet (ferry evolu sync)", o.ID, f.db)
+			}
 			rows, err := st.Rows(cmd.Context(), o.ID, table)
 			if err != nil {
 				return err
@@ -249,17 +279,25 @@ func formatValue(v any) string {
 }
 
 func newEvoluSecretCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "new-secret",
-		Short: "Print a new random owner secret and its OwnerId",
+		Short: "Print a new random owner secret (hex and Evolu's mnemonic) and its OwnerId",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var s client.Secret
 			if _, err := io.ReadFull(rand.Reader, s[:]); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "secret %x\nownerId %s\n", s[:], client.OwnerFromSecret(s).ID)
+			id := client.OwnerFromSecret(s).ID
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(map[string]string{"secret": s.String(), "mnemonic": s.Mnemonic(), "ownerId": id.String()})
+			}
+			_, err := fmt.Fprintf(out, "secret %s\nmnemonic %s\nownerId %s\n", s, s.Mnemonic(), id)
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }
