@@ -23,7 +23,7 @@ import (
 //	of its database with database/sql.
 //	BenchmarkLocalWrite/device vs BenchmarkLocalWrite/raw-insert: one
 //	durable Set vs one INSERT + COMMIT of the same stored bytes and
-//	envelope with the same pragmas.
+//	outbox row with the same pragmas.
 
 const benchRecords, benchFields = 10_000, 10
 
@@ -169,7 +169,7 @@ func BenchmarkLocalWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer db.Close()
-		stored, env := make([]byte, 330), make([]byte, 620) // a write's stored bytes and its envelope
+		stored := make([]byte, 330) // a write's stored bytes
 		wid := make([]byte, 32)
 		seq := 0
 		for b.Loop() {
@@ -180,7 +180,7 @@ func BenchmarkLocalWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			tx.Exec("INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", wid, wid[:16], stored)
-			tx.Exec("INSERT INTO outbox(seq, channel, envelope) VALUES(?, ?, ?)", seq, "c", env)
+			tx.Exec("INSERT INTO outbox(seq, channel, rec, dirty, kind) VALUES(?, ?, ?, 1, 0)", seq, "c", wid[:16])
 			tx.Exec("INSERT INTO meta(k, v) VALUES('hlc', ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", wid[:10])
 			if err := tx.Commit(); err != nil {
 				b.Fatal(err)

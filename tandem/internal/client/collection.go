@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
 	"github.com/ferry-sync/ferry/tandem/internal/roster"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
@@ -43,6 +44,7 @@ func (d *Device) CreateCollection(name string) (CollectionID, error) {
 	if err != nil {
 		return CollectionID{}, err
 	}
+	genesisMsg.kind, genesisMsg.ids = kindRoster, [][32]byte{st.ID()}
 	homeChanges, err := membershipChanges(cid, st.ID(), chg.Key)
 	if err != nil {
 		return CollectionID{}, err
@@ -84,8 +86,10 @@ func (d *Device) CreateCollection(name string) (CollectionID, error) {
 }
 
 // buildRecord signs one write per change, all of one record, on top of s
-// (§9.2 "Building a write"), and seals them as one message for ch. It does
-// not add them to s.
+// (§9.2 "Building a write"), and returns them with the outbox entry that
+// marks the record dirty in ch: the next push publishes the record's state
+// (§10.7). It does not add them to s. A write that would not fit one
+// message alone gives ErrTooLarge (§10.6).
 func (d *Device) buildRecord(s *record.State, w *record.Writer, ch *channel, changes []record.Change) ([]*record.Write, outMsg, error) {
 	ws := make([]*record.Write, 0, len(changes))
 	for _, c := range changes {
@@ -93,10 +97,16 @@ func (d *Device) buildRecord(s *record.State, w *record.Writer, ch *channel, cha
 		if err != nil {
 			return nil, outMsg{}, err
 		}
+		pt, err := EncodeRecordPayload(&RecordPayload{Record: c.Record, Writes: signedWrites(x)})
+		if err != nil {
+			return nil, outMsg{}, err
+		}
+		if roster.MessageSize(len(pt)) >= hub.MaxMessage {
+			return nil, outMsg{}, fmt.Errorf("%w: %d-byte write", ErrTooLarge, len(pt))
+		}
 		ws = append(ws, x)
 	}
-	m, err := d.seal(ch, &RecordPayload{Record: changes[0].Record, Writes: signedWrites(ws...)})
-	return ws, m, err
+	return ws, outMsg{channel: ch.tag, rec: changes[0].Record, dirty: true}, nil
 }
 
 // writerFor returns the Writer for data writes in coll's current epoch,
@@ -254,11 +264,17 @@ func (d *Device) applyLocal(ws []stateWrite, msgs []outMsg, extra func()) error 
 		return err
 	}
 	seq := d.outSeq
-	for i := range msgs {
+	var queued []outMsg
+	for _, m := range msgs {
+		if m.dirty && d.isDirty(m.channel, m.rec) {
+			continue // already queued: the push publishes its state then
+		}
 		seq++
-		msgs[i].seq = seq
-		d.delta.OutAdd = append(d.delta.OutAdd, SavedOut{Seq: seq, Channel: msgs[i].channel, Envelope: msgs[i].envelope})
+		m.seq = seq
+		queued = append(queued, m)
+		d.delta.OutAdd = append(d.delta.OutAdd, savedOut(m))
 	}
+	msgs = queued
 	for _, x := range ws {
 		d.delta.Writes = append(d.delta.Writes, x.w)
 	}
@@ -274,4 +290,14 @@ func (d *Device) applyLocal(ws []stateWrite, msgs []outMsg, extra func()) error 
 		extra()
 	}
 	return nil
+}
+
+// isDirty reports whether record rec of channel is queued. d.mu is held.
+func (d *Device) isDirty(channel string, rec [16]byte) bool {
+	for _, m := range d.outbox {
+		if m.dirty && m.channel == channel && m.rec == rec {
+			return true
+		}
+	}
+	return false
 }

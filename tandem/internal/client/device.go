@@ -116,13 +116,34 @@ type channel struct {
 type msgInfo struct {
 	channel string
 	done    bool
+	state   MsgState
 	hash    [32]byte
+	kind    msgKind
+	rec     [16]byte   // the record of a record-state message
+	writes  [][32]byte // the IDs of its writes (§10.7 domination, §12.2 healing)
 }
 
+// msgKind says what a fetched kind-1 message holds.
+type msgKind uint8
+
+const (
+	kindUnknown  msgKind = iota // not fetched, or not a kind-1 payload
+	kindRecord                  // a data or home record's writes
+	kindRoster                  // roster statements: never pruned (§10.7)
+	kindFragment                // an inventory fragment: never dominated (§10.7)
+)
+
+// outMsg is one entry of the outbox: a sealed envelope (roster statements,
+// published as they were signed), or a dirty record, published at push time
+// as a message holding the record's current kept writes (§10.5, §10.7).
 type outMsg struct {
 	seq      uint64
 	channel  string
-	envelope []byte
+	envelope []byte   // nil for a dirty record
+	rec      [16]byte // the dirty record
+	dirty    bool
+	kind     msgKind    // of an envelope: what it holds
+	ids      [][32]byte // of an envelope: the IDs of its writes or statements
 }
 
 // heldMsg is a data message held for a missing dependency (§8.3), with

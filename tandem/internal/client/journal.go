@@ -81,13 +81,41 @@ type SavedMsg struct {
 	Channel string
 	State   MsgState
 	Hash    [32]byte // H(envelope), zero until fetched
+	Kind    uint8    // what the message holds (0 until fetched)
+	Rec     [16]byte // the record of a record-state message
+	Writes  []byte   // the IDs of its writes, 32 bytes each
 }
 
-// SavedOut is one queued envelope.
+// SavedOut is one outbox entry: a sealed envelope, or (Envelope nil) a
+// dirty record Rec to publish as its current state.
 type SavedOut struct {
 	Seq      uint64
 	Channel  string
 	Envelope []byte
+	Rec      [16]byte
+	Dirty    bool
+	Kind     uint8  // of an envelope: what it holds
+	Writes   []byte // of an envelope: its write or statement IDs, 32 bytes each
+}
+
+func joinIDs(ids [][32]byte) []byte {
+	b := make([]byte, 0, 32*len(ids))
+	for _, id := range ids {
+		b = append(b, id[:]...)
+	}
+	return b
+}
+
+func splitIDs(b []byte) [][32]byte {
+	var out [][32]byte
+	for i := 0; i+32 <= len(b); i += 32 {
+		out = append(out, [32]byte(b[i:i+32]))
+	}
+	return out
+}
+
+func savedOut(m outMsg) SavedOut {
+	return SavedOut{Seq: m.seq, Channel: m.channel, Envelope: m.envelope, Rec: m.rec, Dirty: m.dirty, Kind: uint8(m.kind), Writes: joinIDs(m.ids)}
 }
 
 // SavedHeld is a message held for a missing dependency, with its envelope

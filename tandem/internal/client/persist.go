@@ -58,7 +58,8 @@ func (d *Device) mark(id hub.ID, state MsgState) {
 		return
 	}
 	info.done = state != MsgTodo
-	d.delta.Msgs = append(d.delta.Msgs, SavedMsg{ID: id, Channel: info.channel, State: state, Hash: info.hash})
+	info.state = state
+	d.delta.Msgs = append(d.delta.Msgs, SavedMsg{ID: id, Channel: info.channel, State: state, Hash: info.hash, Kind: uint8(info.kind), Rec: info.rec, Writes: joinIDs(info.writes)})
 }
 
 // Source is a device's persisted state, read back by Restore in the order
@@ -159,7 +160,9 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		if _, ok := d.msgs[m.ID]; !ok {
 			d.order = append(d.order, m.ID)
 		}
-		d.msgs[m.ID] = &msgInfo{channel: m.Channel, done: m.State != MsgTodo, hash: m.Hash}
+		info := &msgInfo{channel: m.Channel, done: m.State != MsgTodo, state: m.State, hash: m.Hash, kind: msgKind(m.Kind), rec: m.Rec}
+		info.writes = splitIDs(m.Writes)
+		d.msgs[m.ID] = info
 		if m.Hash != ([32]byte{}) {
 			d.byHash[m.Hash] = m.ID
 		}
@@ -169,7 +172,7 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		return fmt.Errorf("tandem/client: restore messages: %w", err)
 	}
 	err = src.Outbox(ctx, func(o SavedOut) error {
-		d.outbox = append(d.outbox, outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope})
+		d.outbox = append(d.outbox, outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope, rec: o.Rec, dirty: o.Dirty, kind: msgKind(o.Kind), ids: splitIDs(o.Writes)})
 		d.outSeq = max(d.outSeq, o.Seq)
 		return nil
 	})

@@ -20,6 +20,8 @@ type SyncReport struct {
 	Ignored   int // messages left alone without error (§10.4, §15): not an envelope, unknown version, a kind this client does not handle
 	Skipped   int // new messages in channels this device does not follow (never downloaded)
 	Held      int // messages held, after this Sync, for a missing roster statement (§8.3)
+	Destroyed int // dominated messages destroyed (§10.7)
+	Healed    int // records and statements published again because the hub lacked them (§12.2)
 	Rejected  []*RejectError
 }
 
@@ -66,6 +68,9 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 	if err := d.pull(ctx, s, rep); err != nil {
 		return rep, err
 	}
+	if err := d.healAfterPull(ctx, s, rep); err != nil {
+		return rep, err
+	}
 	err = d.push(ctx, s, rep)
 	d.mu.Lock()
 	rep.Held = len(d.held)
@@ -98,6 +103,12 @@ func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	out := append([]outMsg(nil), d.outbox...)
 	d.mu.Unlock()
 	for _, m := range out {
+		if m.dirty {
+			if err := d.pushRecord(ctx, s, m, rep); err != nil {
+				return err
+			}
+			continue
+		}
 		h := hub.Hash(m.envelope)
 		d.mu.Lock()
 		_, there := d.byHash[h]
@@ -112,7 +123,7 @@ func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 		rep.Published++
 		d.mu.Lock()
 		if !there {
-			d.msgs[id] = &msgInfo{channel: m.channel, hash: h}
+			d.msgs[id] = &msgInfo{channel: m.channel, hash: h, kind: m.kind, writes: m.ids}
 			d.order = append(d.order, id)
 			d.byHash[h] = id
 			d.mark(id, MsgDone)
@@ -181,6 +192,30 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	d.cursor = ch.Cursor
 	d.delta.Cursor, d.delta.CursorSet = ch.Cursor, true
 	d.compact()
+	return d.commitSynced()
+}
+
+// healAfterPull runs healing (§12.2) after a full pull: if the hub lacks
+// anything the device holds, it looks again (another device may have
+// restored it meanwhile: look before appending, §10.2) and queues only what
+// is still missing. d.mu is not held.
+func (d *Device) healAfterPull(ctx context.Context, s hub.Store, rep *SyncReport) error {
+	d.mu.Lock()
+	recs, sts := d.heal(true)
+	d.mu.Unlock()
+	if recs+sts == 0 {
+		return nil
+	}
+	if err := d.pull(ctx, s, rep); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	recs, sts = d.heal(false)
+	if recs+sts > 0 {
+		rep.Healed += recs + sts
+		d.log.Info("tandem/client: healing: the hub lacks data this device holds; publishing it again", "records", recs, "statements", sts)
+	}
 	return d.commitSynced()
 }
 
@@ -261,6 +296,7 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 			d.reject(rep, b.ID, b.Channel, hub.Hash(b.Envelope), err)
 		case o == nil: // an inventory fragment, taken by the chain
 			rep.Applied++
+			d.describe(b.ID, kindFragment, [16]byte{}, nil)
 			d.mark(b.ID, MsgDone)
 		case o.ch.coll == nil:
 			homeMsgs = append(homeMsgs, o)
@@ -400,29 +436,55 @@ func (d *Device) applyHome(o *opened) error {
 		}
 		ws = append(ws, w)
 	}
+	ids := make([][32]byte, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID()
+	}
+	d.describe(o.id, kindRecord, o.p.Record, ids)
 	for _, w := range ws {
 		d.keep(d.home, w)
 	}
 	return nil
 }
 
+// describe records what a fetched message holds, for garbage collection
+// (§10.7) and healing (§12.2). d.mu is held.
+func (d *Device) describe(id hub.ID, kind msgKind, rec [16]byte, ids [][32]byte) {
+	if m := d.msgs[id]; m != nil {
+		m.kind, m.rec, m.writes = kind, rec, ids
+	}
+}
+
 // applyRoster gives a message's statements to the collection's chain
 // (§9.4), read in the epoch channel o.ch. Every statement must verify, or
 // none is given. d.mu is held.
 func (d *Device) applyRoster(o *opened) error {
+	coll := o.ch.coll
 	sts := make([]*roster.Statement, 0, len(o.p.Writes))
+	ids := make([][32]byte, 0, len(o.p.Writes))
+	owner, known := [32]byte{}, false
+	if r, ok := coll.chain.Roster(); ok {
+		owner, known = r.Owner(), true
+	}
 	for _, sw := range o.p.Writes {
 		st, err := roster.NewStatement(sw.Body, sw.Sig)
 		if err != nil {
 			return err
 		}
+		// Judged whole (§9.4, like a data message): a statement the chain
+		// would refuse (not the owner's, §8.2) refuses the whole message.
+		if known && st.Body().Author != owner {
+			return fmt.Errorf("%w: %w", roster.ErrRejected, roster.ErrAuthor)
+		}
 		sts = append(sts, st)
+		ids = append(ids, st.ID())
 	}
+	d.describe(o.id, kindRoster, rosterRecordID, ids)
 	for _, st := range sts {
-		if err := o.ch.coll.chain.Add(st, roster.Origin{Channel: o.ch.epoch}); err != nil {
+		if err := coll.chain.Add(st, roster.Origin{Channel: o.ch.epoch}); err != nil {
 			return err
 		}
-		d.delta.Statements = append(d.delta.Statements, savedStatement(o.ch.coll.id, o.ch.epoch, st.Body(), st.Sig()))
+		d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, o.ch.epoch, st.Body(), st.Sig()))
 	}
 	return nil
 }
@@ -437,6 +499,11 @@ func (d *Device) applyData(o *opened) error {
 		return err
 	}
 	o.data = ws
+	ids := make([][32]byte, len(ws))
+	for i, x := range ws {
+		ids[i] = x.ID()
+	}
+	d.describe(o.id, kindRecord, o.p.Record, ids)
 	return d.admitData(o)
 }
 

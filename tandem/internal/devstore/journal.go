@@ -65,8 +65,8 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		}
 	}
 	for _, m := range d.Msgs {
-		if err := exec("INSERT INTO msgs(id, channel, state, hash) VALUES(?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash",
-			string(m.ID), m.Channel, int(m.State), m.Hash[:]); err != nil {
+		if err := exec("INSERT INTO msgs(id, channel, state, hash, kind, rec, writes) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash, kind = excluded.kind, rec = excluded.rec, writes = excluded.writes",
+			string(m.ID), m.Channel, int(m.State), m.Hash[:], int(m.Kind), m.Rec[:], m.Writes); err != nil {
 			return err
 		}
 	}
@@ -79,7 +79,7 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		}
 	}
 	for _, o := range d.OutAdd {
-		if err := exec("INSERT INTO outbox(seq, channel, envelope) VALUES(?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope); err != nil {
+		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes) VALUES(?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes); err != nil {
 			return err
 		}
 	}
@@ -192,27 +192,31 @@ func (r *source) Fragments(ctx context.Context, fn func(client.SavedFragment) er
 }
 
 func (r *source) Msgs(ctx context.Context, fn func(client.SavedMsg) error) error {
-	return r.each(ctx, "SELECT id, channel, state, hash FROM msgs ORDER BY rowid", nil, func(rows *sql.Rows) error {
+	return r.each(ctx, "SELECT id, channel, state, hash, kind, rec, writes FROM msgs ORDER BY rowid", nil, func(rows *sql.Rows) error {
 		var id, ch string
-		var st int
-		var h []byte
-		if err := rows.Scan(&id, &ch, &st, &h); err != nil {
+		var st, kind int
+		var h, rec, ws []byte
+		if err := rows.Scan(&id, &ch, &st, &h, &kind, &rec, &ws); err != nil {
 			return err
 		}
-		m := client.SavedMsg{ID: hub.ID(id), Channel: ch, State: client.MsgState(st)}
+		m := client.SavedMsg{ID: hub.ID(id), Channel: ch, State: client.MsgState(st), Kind: uint8(kind), Writes: ws}
 		copy(m.Hash[:], h)
+		copy(m.Rec[:], rec)
 		return fn(m)
 	})
 }
 
 func (r *source) Outbox(ctx context.Context, fn func(client.SavedOut) error) error {
-	return r.each(ctx, "SELECT seq, channel, envelope FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
+	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
 		var o client.SavedOut
 		var seq int64
-		if err := rows.Scan(&seq, &o.Channel, &o.Envelope); err != nil {
+		var kind int
+		var rec []byte
+		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes); err != nil {
 			return err
 		}
-		o.Seq = uint64(seq)
+		o.Seq, o.Kind = uint64(seq), uint8(kind)
+		copy(o.Rec[:], rec)
 		return fn(o)
 	})
 }

@@ -10,8 +10,8 @@
 //	writes(wid BLOB PRIMARY KEY, scope BLOB, stored BLOB)   kept writes, record.AppendStored
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
-//	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB)   in rowid order
-//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB)
+//	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB)   in rowid order
+//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB)
 //	held(id TEXT PRIMARY KEY, channel TEXT, envelope BLOB, first_seen INTEGER)
 //
 // Written by hand: only the schema and the queries.
@@ -76,8 +76,8 @@ CREATE TABLE writes(wid BLOB PRIMARY KEY, scope BLOB NOT NULL, stored BLOB NOT N
 CREATE INDEX writes_scope ON writes(scope);
 CREATE TABLE statements(seq INTEGER PRIMARY KEY, coll BLOB NOT NULL, origin BLOB NOT NULL, payload BLOB NOT NULL);
 CREATE TABLE fragments(seq INTEGER PRIMARY KEY, coll BLOB NOT NULL, payload BLOB NOT NULL);
-CREATE TABLE msgs(id TEXT PRIMARY KEY, channel TEXT NOT NULL, state INTEGER NOT NULL, hash BLOB);
-CREATE TABLE outbox(seq INTEGER PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB NOT NULL);
+CREATE TABLE msgs(id TEXT PRIMARY KEY, channel TEXT NOT NULL, state INTEGER NOT NULL, hash BLOB, kind INTEGER NOT NULL, rec BLOB, writes BLOB);
+CREATE TABLE outbox(seq INTEGER PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB, rec BLOB, dirty INTEGER NOT NULL, kind INTEGER NOT NULL, writes BLOB);
 CREATE TABLE held(id TEXT PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB NOT NULL, first_seen INTEGER NOT NULL);
 `,
 }

@@ -1,0 +1,266 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// SoftMessage is the size a published message aims to stay under (§10.6:
+// SHOULD stay under 64 KiB). A record whose state is larger is published in
+// several messages.
+const SoftMessage = 64 << 10
+
+// pushRecord publishes a dirty record as one message holding its current
+// kept writes (§10.5, §10.7), or several when they do not fit SoftMessage
+// (§10.6), and then destroys the record's messages the new one dominates
+// (§10.7; see domination). d.mu is not held.
+func (d *Device) pushRecord(ctx context.Context, s hub.Store, m outMsg, rep *SyncReport) error {
+	d.mu.Lock()
+	parts, err := d.recordParts(m.channel, m.rec)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var newest hub.ID
+	for _, p := range parts {
+		id, err := s.Append(ctx, m.channel, p.env)
+		if err != nil {
+			return fmt.Errorf("tandem/client: publish: %w", err)
+		}
+		rep.Published++
+		newest = id
+		d.mu.Lock()
+		h := hub.Hash(p.env)
+		d.msgs[id] = &msgInfo{channel: m.channel, hash: h, kind: kindRecord, rec: m.rec, writes: p.ids}
+		d.order = append(d.order, id)
+		d.byHash[h] = id
+		d.mark(id, MsgDone)
+		err = d.commitSynced()
+		d.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	var gone []hub.ID
+	if len(parts) == 1 {
+		gone = d.dominated(m.channel, m.rec, newest)
+	}
+	d.dropPublished(m.seq)
+	err = d.commitSynced()
+	d.mu.Unlock()
+	if err != nil || len(gone) == 0 {
+		return err
+	}
+	if err := s.Destroy(ctx, gone); err != nil {
+		d.log.Warn("tandem/client: destroying dominated messages", "n", len(gone), "err", err)
+		return nil // they stay; a later publish of the record tries again
+	}
+	rep.Destroyed += len(gone)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range gone {
+		d.forget(id)
+	}
+	return d.commitSynced()
+}
+
+// forget removes a destroyed message from the index. d.mu is held.
+func (d *Device) forget(id hub.ID) {
+	if m, ok := d.msgs[id]; ok {
+		if d.byHash[m.hash] == id {
+			delete(d.byHash, m.hash)
+		}
+		delete(d.msgs, id)
+		d.delta.Gone = append(d.delta.Gone, id)
+	}
+}
+
+// part is one sealed message of a record's state, with its write IDs.
+type part struct {
+	env []byte
+	ids [][32]byte
+}
+
+// recordParts seals the kept writes of record rec in channel's state,
+// split into messages under SoftMessage. d.mu is held.
+func (d *Device) recordParts(channel string, rec [16]byte) ([]part, error) {
+	ch := d.chans[channel]
+	if ch == nil {
+		return nil, nil // no longer followed
+	}
+	st := d.home
+	if ch.coll != nil {
+		st = ch.coll.state
+	}
+	ws := st.Writes(rec)
+	var out []part
+	for start := 0; start < len(ws); {
+		n := len(ws) - start
+		for {
+			pt, err := EncodeRecordPayload(&RecordPayload{Record: rec, Writes: signedWrites(ws[start : start+n]...)})
+			if err != nil {
+				return nil, err
+			}
+			if roster.MessageSize(len(pt)) < SoftMessage || n == 1 {
+				env, err := suite.SealEnvelope(suite.KindRecord, ch.key, ch.tag, pt, d.rand)
+				if err != nil {
+					return nil, err
+				}
+				p := part{env: env}
+				for _, w := range ws[start : start+n] {
+					p.ids = append(p.ids, w.ID())
+				}
+				out = append(out, p)
+				break
+			}
+			n = (n + 1) / 2
+		}
+		start += n
+	}
+	return out, nil
+}
+
+// dominated lists the record-state messages of rec in channel that the
+// message newest, which holds every write the device keeps for rec, now
+// dominates (§10.7): every write in them is in newest, or is no longer kept
+// and so superseded by a kept one (State.Superseded: a tombstone counts).
+// Only messages the device applied count: one holding a held write (§8.3,
+// "held writes count as writes") or a rejected one is never destroyed.
+// d.mu is held.
+func (d *Device) dominated(channel string, rec [16]byte, newest hub.ID) []hub.ID {
+	n := d.msgs[newest]
+	if n == nil {
+		return nil
+	}
+	inNew := make(map[[32]byte]bool, len(n.writes))
+	for _, id := range n.writes {
+		inNew[id] = true
+	}
+	kept := d.keptIDs(channel, rec)
+	var out []hub.ID
+	for id, m := range d.msgs {
+		if id == newest || m.channel != channel || m.kind != kindRecord || m.rec != rec || m.state != MsgDone {
+			continue
+		}
+		ok := true
+		for _, w := range m.writes {
+			if !inNew[w] && kept[w] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// keptIDs returns the IDs of the writes kept for rec in channel's state.
+// d.mu is held.
+func (d *Device) keptIDs(channel string, rec [16]byte) map[[32]byte]bool {
+	out := map[[32]byte]bool{}
+	ch := d.chans[channel]
+	if ch == nil {
+		return out
+	}
+	st := d.home
+	if ch.coll != nil {
+		st = ch.coll.state
+	}
+	for _, w := range st.Writes(rec) {
+		out[w.ID()] = true
+	}
+	return out
+}
+
+// Heal compares the replica with what the hub holds, after a full sync
+// (§12.2), and queues what the hub lacks: every record (home and the
+// current epoch of each collection) whose kept writes are not all in live
+// messages is marked dirty, so the next push publishes its state; every
+// followed roster statement not in a live message is queued again. It
+// never brings back a write a tombstone or a newer write replaced: only
+// kept writes are published. It returns what it queued. d.mu is held.
+func (d *Device) heal(dry bool) (records, statements int) {
+	type key struct {
+		channel string
+		rec     [16]byte
+	}
+	onHub := map[key]map[[32]byte]bool{}
+	rosterOnHub := map[[32]byte]bool{}
+	for _, m := range d.msgs {
+		if m.state == MsgTodo || m.state == MsgRejected {
+			continue
+		}
+		switch m.kind {
+		case kindRecord:
+			k := key{m.channel, m.rec}
+			if onHub[k] == nil {
+				onHub[k] = map[[32]byte]bool{}
+			}
+			for _, w := range m.writes {
+				onHub[k][w] = true
+			}
+		case kindRoster:
+			for _, w := range m.writes {
+				rosterOnHub[w] = true
+			}
+		}
+	}
+	var queue []outMsg
+	missing := func(channel string, st *record.State) {
+		for rec := range st.Records() {
+			have := onHub[key{channel, rec}]
+			for _, w := range st.Writes(rec) {
+				if !have[w.ID()] {
+					queue = append(queue, outMsg{channel: channel, rec: rec, dirty: true})
+					records++
+					break
+				}
+			}
+		}
+	}
+	missing(d.id.HomeTag, d.home)
+	for _, coll := range d.colls {
+		ch, err := d.currentChannel(coll)
+		if err != nil {
+			continue
+		}
+		missing(ch.tag, coll.state)
+		r, ok := coll.chain.Roster()
+		if !ok {
+			continue
+		}
+		for _, st := range r.Statements() {
+			if rosterOnHub[st.ID()] {
+				continue
+			}
+			m, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
+			if err != nil {
+				continue
+			}
+			m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
+			queue = append(queue, m)
+			statements++
+		}
+	}
+	if dry {
+		return records, statements
+	}
+	for _, m := range queue {
+		if m.dirty && d.isDirty(m.channel, m.rec) {
+			continue
+		}
+		d.outSeq++
+		m.seq = d.outSeq
+		d.outbox = append(d.outbox, m)
+		d.delta.OutAdd = append(d.delta.OutAdd, savedOut(m))
+	}
+	return records, statements
+}
