@@ -29,6 +29,8 @@ type SyncReport struct {
 	Applied   int // messages merged
 	Rejected  int // messages refused (forged, malformed, not allowed); logged
 	Held      int // messages waiting for a roster statement or inventory (§8.3)
+	Destroyed int // messages made redundant by a newer one, destroyed (§10.7)
+	Healed    int // records and statements published again because the hub lacked them (§12.2)
 }
 
 // Sync publishes what this device wrote and merges what the hub holds
@@ -48,7 +50,7 @@ func (d *Device) Sync(ctx context.Context) (SyncReport, error) {
 	rep, err := eng.SyncWith(ctx, s)
 	out := SyncReport{}
 	if rep != nil {
-		out = SyncReport{Published: rep.Published, Fetched: rep.Fetched, Applied: rep.Applied, Rejected: len(rep.Rejected), Held: rep.Held}
+		out = SyncReport{Published: rep.Published, Fetched: rep.Fetched, Applied: rep.Applied, Rejected: len(rep.Rejected), Held: rep.Held, Destroyed: rep.Destroyed, Healed: rep.Healed}
 	}
 	if out.Applied > 0 || out.Published > 0 {
 		d.notify()

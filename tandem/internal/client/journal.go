@@ -32,6 +32,7 @@ const (
 	MsgDone                     // applied, ignored, or published by this device
 	MsgRejected                 // rejected for good: never fetched again
 	MsgHeld                     // held for a missing dependency (§8.3, §9.4)
+	MsgOwn                      // appended by this device after the saved cursor: the next Changes lists it, or it was destroyed meanwhile
 )
 
 // Delta is one atomic change of a device's persisted state.

@@ -39,7 +39,7 @@ func (d *Device) pushRecord(ctx context.Context, s hub.Store, m outMsg, rep *Syn
 		d.msgs[id] = &msgInfo{channel: m.channel, hash: h, kind: kindRecord, rec: m.rec, writes: p.ids}
 		d.order = append(d.order, id)
 		d.byHash[h] = id
-		d.mark(id, MsgDone)
+		d.mark(id, MsgOwn)
 		err = d.commitSynced()
 		d.mu.Unlock()
 		if err != nil {
@@ -145,7 +145,7 @@ func (d *Device) dominated(channel string, rec [16]byte, newest hub.ID) []hub.ID
 	kept := d.keptIDs(channel, rec)
 	var out []hub.ID
 	for id, m := range d.msgs {
-		if id == newest || m.channel != channel || m.kind != kindRecord || m.rec != rec || m.state != MsgDone {
+		if id == newest || m.channel != channel || m.kind != kindRecord || m.rec != rec || (m.state != MsgDone && m.state != MsgOwn) {
 			continue
 		}
 		ok := true
@@ -216,6 +216,9 @@ func (d *Device) heal(dry bool) (records, statements int) {
 	var queue []outMsg
 	missing := func(channel string, st *record.State) {
 		for rec := range st.Records() {
+			if d.isDirty(channel, rec) {
+				continue // queued: the push publishes it anyway
+			}
 			have := onHub[key{channel, rec}]
 			for _, w := range st.Writes(rec) {
 				if !have[w.ID()] {

@@ -126,7 +126,7 @@ func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 			d.msgs[id] = &msgInfo{channel: m.channel, hash: h, kind: m.kind, writes: m.ids}
 			d.order = append(d.order, id)
 			d.byHash[h] = id
-			d.mark(id, MsgDone)
+			d.mark(id, MsgOwn)
 		}
 		d.dropPublished(m.seq)
 		err := d.commitSynced()
@@ -223,6 +223,21 @@ func (d *Device) healAfterPull(ctx context.Context, s hub.Store, rep *SyncReport
 // that a channel followed later can still be read from the hub. d.mu is
 // held.
 func (d *Device) index(ch hub.Changes) {
+	listed := make(map[hub.ID]bool, len(ch.Added))
+	for _, a := range ch.Added {
+		listed[a.ID] = true
+	}
+	// This device's own appends since the cursor: the changes list each one
+	// still in the folder as added; one they don't list was destroyed.
+	for id, m := range d.msgs {
+		if m.state == MsgOwn {
+			if listed[id] {
+				d.mark(id, MsgDone)
+			} else {
+				d.forget(id)
+			}
+		}
+	}
 	for _, a := range ch.Added {
 		if _, ok := d.msgs[a.ID]; !ok {
 			d.msgs[a.ID] = &msgInfo{channel: a.Channel}
