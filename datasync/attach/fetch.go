@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -62,6 +61,12 @@ const (
 	DefaultMaxAsks = 3
 	DefaultMaxActs = 3
 	DefaultExpiry  = 2 * time.Minute
+	// DefaultHolderWindow is how long a holder remembers a hash it acted
+	// on; DefaultMaxHashesPerPeer and DefaultMaxHashes bound how many
+	// distinct hashes it acts on within the window, per peer and in all.
+	DefaultHolderWindow     = 10 * time.Minute
+	DefaultMaxHashesPerPeer = 64
+	DefaultMaxHashes        = 1024
 )
 
 // Fetcher is the requesting side of attachment carriage with one peer.
@@ -217,63 +222,6 @@ func (f *Fetcher) Expire() []string {
 	return out
 }
 
-// Holder is the answering side: it acts on need_blob at most MaxActs times
-// per hash per peer, never starts a second transfer of bytes already in
-// flight to that peer, and answers blob_gone when it lacks the bytes.
-type Holder struct {
-	Store   Store
-	MaxActs int // zero means DefaultMaxActs
-	Version uint64
-	// Send starts a transfer to peer over the media path and returns when
-	// it ends. It is called on its own goroutine, owned by the Holder
-	// until it returns; Wait waits for all of them.
-	Send func(ctx context.Context, peer string, p media.Purpose, blob []byte) error
-	Ctx  context.Context
-
-	mu       sync.Mutex
-	acts     map[[2]string]int
-	inflight map[[2]string]bool
-	wg       sync.WaitGroup
-}
-
-// NeedBlob implements the exchange's blob handler.
-func (h *Holder) NeedBlob(peer, hash string) []frame.Frame {
-	k := [2]string{peer, hash}
-	h.mu.Lock()
-	if h.acts == nil {
-		h.acts, h.inflight = map[[2]string]int{}, map[[2]string]bool{}
-	}
-	max := h.MaxActs
-	if max <= 0 {
-		max = DefaultMaxActs
-	}
-	if h.acts[k] >= max || h.inflight[k] {
-		h.mu.Unlock()
-		return nil
-	}
-	h.acts[k]++
-	blob, ok := h.Store.Get(hash)
-	if !ok {
-		h.mu.Unlock()
-		return []frame.Frame{{V: h.Version, Kind: frame.KindBlobGone, Hash: hash}}
-	}
-	h.inflight[k] = true
-	h.mu.Unlock()
-	ctx := h.Ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		_ = h.Send(ctx, peer, media.Purpose{P: media.PurposeAttachment, Hash: hash}, blob)
-		h.mu.Lock()
-		delete(h.inflight, k)
-		h.mu.Unlock()
-	}()
-	return nil
-}
-
 // Carriage is both sides of attachment carriage with one peer, in the shape
 // of the exchange's blob handler: need_blob goes to the Holder, blob_gone
 // to the Fetcher.
@@ -287,6 +235,3 @@ func (c *Carriage) NeedBlob(peer, hash string) []frame.Frame { return c.Holder.N
 
 // BlobGone ends the request for hash: the peer does not have it.
 func (c *Carriage) BlobGone(peer, hash string) { c.Fetcher.Gone(hash) }
-
-// Wait waits for every transfer the holder started.
-func (h *Holder) Wait() { h.wg.Wait() }

@@ -60,6 +60,10 @@ func newLink(t *testing.T) *link {
 	l.hold = &Holder{Store: &MemStore{}, Send: func(ctx context.Context, _ string, p media.Purpose, b []byte) error {
 		return l.tx.SendData(ctx, p, b)
 	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); l.hold.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
 	return l
 }
 

@@ -3,13 +3,16 @@ package replica
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
+	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
 	"github.com/ferry-sync/ferry/datasync/internal/testnet"
+	"github.com/ferry-sync/ferry/datasync/transport"
 )
 
 // Issue 17 point 9: a fetch refused because the peer lacks entry 3 records
@@ -37,5 +40,28 @@ func TestRefusedFetchAdmitsNothing(t *testing.T) {
 	}
 	if _, ok := l.Blobs().Get(h); ok {
 		t.Fatal("bytes admitted after a refused fetch")
+	}
+}
+
+// failingConn is a Conn whose every Send fails.
+type failingConn struct{ transport.Conn }
+
+func (failingConn) Send(context.Context, []byte) error { return errors.New("radio off") }
+
+// Issue 17 point 12: a send that fails is reported, never dropped in
+// silence, with the document the frame names.
+func TestFailedSendReported(t *testing.T) {
+	ca, cb := testnet.Pipe("a", "b")
+	defer ca.Close()
+	defer cb.Close()
+	kv, _ := engine.NewKV("a")
+	var reports []exchange.Report
+	l := New(kv, failingConn{ca}, Options{Caps: caps, Report: func(r exchange.Report) { reports = append(reports, r) }})
+	_ = kv.Set("notes", "k", []byte("v"))
+	if err := l.Commit(context.Background(), "notes", nil); err == nil {
+		t.Fatal("failed commit returned no error")
+	}
+	if len(reports) != 1 || reports[0].Doc != "notes" || !strings.Contains(reports[0].Err.Error(), "radio off") {
+		t.Fatalf("reports %v", reports)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -64,7 +65,10 @@ type Link struct {
 	tx      *media.Sender
 	rx      *media.Receiver
 	wg      sync.WaitGroup
-	ctx     context.Context // Run's, set before anything is received
+
+	mu      sync.Mutex
+	owed    []exchange.Out // what a finished media transfer owes, sent by dispatch
+	refused []media.ID     // transfers the receiver refused, told by dispatch
 }
 
 // New builds the link for a fresh space over eng with conn's peer; the
@@ -96,7 +100,7 @@ func NewInSpace(sp *exchange.Space, conn transport.Conn, o Options) *Link {
 	}}
 	l.holder = &attach.Holder{Store: o.Blobs, Version: v,
 		Send: func(ctx context.Context, _ string, p media.Purpose, b []byte) error { return l.tx.SendData(ctx, p, b) }}
-	l.rx = &media.Receiver{Judge: l.judge, Data: l.data, Progress: func(p media.Purpose) {
+	l.rx = &media.Receiver{Judge: l.judge, Data: l.data, Refuse: l.refuse, Progress: func(p media.Purpose) {
 		if p.P == media.PurposeAttachment {
 			l.fetcher.Progress(p.Hash)
 		}
@@ -129,29 +133,52 @@ func (l *Link) judge(p media.Purpose, total uint64) error {
 	return media.ErrUnrequested
 }
 
+// data takes a finished data-layer transfer; it runs inside rx.Handle, on
+// the goroutine of dispatch, which sends what it owes.
 func (l *Link) data(p media.Purpose, b []byte) {
 	switch p.P {
 	case media.PurposeAttachment:
 		_ = l.fetcher.Complete(p.Hash, b) // a mismatch is discarded; the request stays
 	case media.PurposeSnapshot:
-		l.send(l.ctx, l.session.ImportSnapshot(p.Doc, b))
+		outs := l.session.ImportSnapshot(p.Doc, b)
+		l.mu.Lock()
+		l.owed = append(l.owed, outs...)
+		l.mu.Unlock()
 	}
+}
+
+// refuse records a transfer the receiver refused; dispatch tells the peer.
+func (l *Link) refuse(id media.ID) {
+	l.mu.Lock()
+	l.refused = append(l.refused, id)
+	l.mu.Unlock()
+}
+
+// afterChunk sends what handling a chunk produced: refusals, then what a
+// finished transfer owes.
+func (l *Link) afterChunk(ctx context.Context) {
+	l.mu.Lock()
+	owed, refused := l.owed, l.refused
+	l.owed, l.refused = nil, nil
+	l.mu.Unlock()
+	for _, id := range refused {
+		if err := l.conn.Send(ctx, append([]byte{TagRefuse}, id[:]...)); err != nil {
+			l.reportSend(ctx, "", fmt.Errorf("datasync/replica: refusal of a transfer not sent: %w", err))
+		}
+	}
+	l.send(ctx, owed)
 }
 
 // Run replicates until ctx ends or the link fails. It sends an offer at
 // start and every Interval, and answers everything that arrives.
 func (l *Link) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	l.ctx = ctx // for what the media path's data callback sends
 	defer func() {
 		cancel()
 		l.wg.Wait()
-		l.holder.Wait()
 	}()
-	l.holder.Ctx = ctx
-	l.rx.Refuse = func(id media.ID) {
-		_ = l.conn.Send(ctx, append([]byte{TagRefuse}, id[:]...))
-	}
+	l.wg.Add(1)
+	go func() { defer l.wg.Done(); l.holder.Run(ctx) }()
 	l.send(ctx, l.session.Offer())
 	if l.opts.Interval > 0 {
 		l.wg.Add(1)
@@ -190,7 +217,8 @@ func (l *Link) dispatch(ctx context.Context, msg []byte) {
 	case TagFrame:
 		l.send(ctx, l.session.Receive(msg[1:]))
 	case TagChunk:
-		_ = l.rx.Handle(msg[1:])
+		_ = l.rx.Handle(msg[1:]) // a refusal is told to the peer by afterChunk
+		l.afterChunk(ctx)
 	case TagRefuse:
 		var id media.ID
 		if len(msg) == 1+len(id) {
@@ -201,7 +229,9 @@ func (l *Link) dispatch(ctx context.Context, msg []byte) {
 }
 
 // send delivers outs; a snapshot for the media path runs on its own
-// goroutine, owned by the link.
+// goroutine, owned by the link. No failure is dropped in silence: each is
+// reported (with the document the frame names), unless the link is
+// shutting down, and the first is returned.
 func (l *Link) send(ctx context.Context, outs []exchange.Out) error {
 	var first error
 	for _, o := range outs {
@@ -211,8 +241,8 @@ func (l *Link) send(ctx context.Context, outs []exchange.Out) error {
 			go func() {
 				defer l.wg.Done()
 				err := l.tx.SendData(ctx, media.Purpose{P: media.PurposeSnapshot, Doc: s.Doc}, s.Blob)
-				if errors.Is(err, media.ErrRefusedByPeer) && l.opts.Report != nil {
-					l.opts.Report(exchange.Report{Peer: exchange.PeerID(l.conn.Peer()), Doc: s.Doc, Err: err})
+				if err != nil {
+					l.reportSend(ctx, s.Doc, err)
 				}
 			}()
 			continue
@@ -221,11 +251,23 @@ func (l *Link) send(ctx context.Context, outs []exchange.Out) error {
 		if err == nil {
 			err = l.conn.Send(ctx, append([]byte{TagFrame}, w...))
 		}
-		if err != nil && first == nil {
-			first = err
+		if err != nil {
+			l.reportSend(ctx, o.Frame.Doc, fmt.Errorf("datasync/replica: %s frame not sent: %w", o.Frame.Kind, err))
+			if first == nil {
+				first = err
+			}
 		}
 	}
 	return first
+}
+
+// reportSend reports a send that failed, unless the link is ending (ctx
+// ended, or the connection closed: Run returns that).
+func (l *Link) reportSend(ctx context.Context, doc string, err error) {
+	if ctx.Err() != nil || l.opts.Report == nil || errors.Is(err, transport.ErrClosed) || errors.Is(err, net.ErrClosed) {
+		return
+	}
+	l.opts.Report(exchange.Report{Peer: exchange.PeerID(l.conn.Peer()), Doc: doc, Err: err})
 }
 
 // Commit sends the local commit of doc (its changes since before, the
