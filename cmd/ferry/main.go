@@ -4,18 +4,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ferry-sync/ferry/cmd/ferry/internal/tandemcli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry:", err)
 		stop()
-		os.Exit(1)
+		os.Exit(tandemcli.Report(os.Stderr, err, os.Args[1:])) // "ferry: <one line>", exit 1 or 2 (usage)
 	}
 }

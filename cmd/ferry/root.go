@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/ferry-sync/ferry/cmd/ferry/internal/tandemcli"
 )
 
 func newRootCmd() *cobra.Command {
@@ -19,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newEvoluCmd())
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newPeerCmd())
+	tandemcli.Register(root, tandemcli.Config{}) // init, connect, new, add, sync, ... (Tandem lists)
 	// Subsystems register their commands here, one line each.
 	return root
 }

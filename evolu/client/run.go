@@ -199,9 +199,6 @@ func (s *session) handle(msg []byte) error {
 		if err != nil {
 			return err
 		}
-		if res.Outcome == protocol.Failed {
-			return fmt.Errorf("evolu client: broadcast write failed: %w", res.Err)
-		}
 		if s.opts.OnBroadcast != nil {
 			s.opts.OnBroadcast(len(res.Received))
 		}
@@ -228,8 +225,6 @@ func (s *session) handle(msg []byte) error {
 			return s.start()
 		}
 		return nil
-	case protocol.Failed:
-		return fmt.Errorf("evolu client: %s failed: %w", res.FailedCause, res.Err)
 	}
 	return fmt.Errorf("evolu client: unexpected outcome %v", res.Outcome)
 }

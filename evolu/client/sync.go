@@ -134,8 +134,6 @@ func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts 
 			return nil
 		case protocol.ContinueResponse:
 			req = res.Message
-		case protocol.Failed:
-			return fmt.Errorf("evolu client: %s failed: %w", res.FailedCause, res.Err)
 		default:
 			return fmt.Errorf("evolu client: unexpected outcome %v", res.Outcome)
 		}

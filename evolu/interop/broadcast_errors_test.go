@@ -155,7 +155,7 @@ func TestProtocolErrorsAcrossImplementations(t *testing.T) {
 		if res.Error == nil || *res.Error != "ProtocolWriteKeyError" {
 			t.Fatalf("TS client with a wrong key: %+v", res)
 		}
-		if n, _ := srv.Storage().Size(ctx, owner.ID); n != 5 {
+		if n, _ := relayStorage(t, srv).Size(ctx, owner.ID); n != 5 {
 			t.Fatalf("Ferry relay stored %d, want the first 5 only", n)
 		}
 	})
@@ -177,16 +177,13 @@ func TestProtocolErrorsAcrossImplementations(t *testing.T) {
 	})
 	t.Run("TS client, Ferry relay over quota", func(t *testing.T) {
 		ctx := withTimeout(t, time.Minute)
-		srv, err := relay.New(ctx, relay.Config{DBPath: filepath.Join(t.TempDir(), "q.db"), QuotaBytes: 2000})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := newFerryRelay(t, relay.Config{DBPath: filepath.Join(t.TempDir(), "q.db"), QuotaBytes: 2000})
 		url := serveInProcess(t, srv)
 		res := runTSClientRaw(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "a.db"), Secret: testSecret, Gen: &tsGen{To: 100}, Relay: url})
 		if res.Error == nil || *res.Error != "ProtocolQuotaError" {
 			t.Fatalf("TS client over the Ferry relay's quota: %+v", res)
 		}
-		if n, _ := srv.Storage().Size(ctx, owner.ID); n != 0 {
+		if n, _ := relayStorage(t, srv).Size(ctx, owner.ID); n != 0 {
 			t.Fatalf("Ferry relay stored %d of a batch over quota", n)
 		}
 	})

@@ -78,8 +78,6 @@ func protocolSync(ctx context.Context, url string, owner protocol.OwnerID, key p
 			}
 		case protocol.Broadcasted:
 			continue
-		case protocol.Failed:
-			return s, fmt.Errorf("client failed (%s): %w", res.FailedCause, res.Err)
 		default:
 			s.Duration = time.Since(start)
 			conn.Close(websocket.StatusNormalClosure, "")

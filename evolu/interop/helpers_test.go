@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/client"
+	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
 	"github.com/ferry-sync/ferry/evolu/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
@@ -22,11 +24,39 @@ import (
 // port until the test ends.
 func startFerryRelay(t *testing.T) (string, *relay.Server) {
 	t.Helper()
-	srv, err := relay.New(context.Background(), relay.Config{DBPath: filepath.Join(t.TempDir(), "relay.db")})
+	srv := newFerryRelay(t, relay.Config{DBPath: filepath.Join(t.TempDir(), "relay.db")})
+	return serveInProcess(t, srv), srv
+}
+
+// relayDBs maps the relays of newFerryRelay to their database files.
+var relayDBs sync.Map
+
+// newFerryRelay is relay.New, remembering the database for relayStorage.
+func newFerryRelay(t *testing.T, cfg relay.Config) *relay.Server {
+	t.Helper()
+	srv, err := relay.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveInProcess(t, srv), srv
+	relayDBs.Store(srv, cfg.DBPath)
+	return srv
+}
+
+// relayStorage reads what the relay srv stores: its SQLite database
+// opened a second time, without the relay's lock (reads see every
+// committed write).
+func relayStorage(t *testing.T, srv *relay.Server) protocol.Storage {
+	t.Helper()
+	path, ok := relayDBs.Load(srv)
+	if !ok {
+		t.Fatal("relay not made by newFerryRelay")
+	}
+	st, err := sqlstore.Open(context.Background(), path.(string), sqlstore.Config{Kind: sqlstore.KindRelay}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // newLoopbackListener listens on 127.0.0.1 and a free port.

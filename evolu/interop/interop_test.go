@@ -28,7 +28,7 @@ func TestTSClientPushPullThroughFerryRelay(t *testing.T) {
 	if push.Outcome != "Converged" || push.Count != 400 || push.BytesSent == 0 {
 		t.Fatalf("TS push through Ferry relay: %+v", push)
 	}
-	if n, _ := srv.Storage().Size(ctx, owner.ID); n != 400 {
+	if n, _ := relayStorage(t, srv).Size(ctx, owner.ID); n != 400 {
 		t.Fatalf("Ferry relay stored %d, want 400", n)
 	}
 	// B pulls them and reads every change.
@@ -130,7 +130,7 @@ func TestManyRoundsTSClientFerryRelay(t *testing.T) {
 		t.Fatalf("TS client: %d messages in %d rounds, want %d in several", ts.Count, ts.Rounds, manyItems)
 	}
 	checkTSItems(t, ts.Rows, seq(0, manyItems), manyPad)
-	n, fp, err := storeDigest(ctx, srv.Storage(), owner.ID)
+	n, fp, err := storeDigest(ctx, relayStorage(t, srv), owner.ID)
 	if err != nil || n != manyItems || hex.EncodeToString(fp[:]) != ts.Fingerprint {
 		t.Fatalf("Ferry relay: %d %x (%v), TS client %d %s", n, fp, err, ts.Count, ts.Fingerprint)
 	}

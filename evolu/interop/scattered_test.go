@@ -51,7 +51,7 @@ func TestReconcileScatteredDifferences(t *testing.T) {
 		}
 		ts := runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "ts.db"), Secret: testSecret,
 			Gen: &tsGen{Indices: clientSide}, Relay: url})
-		count, fp, err := storeDigest(ctx, srv.Storage(), owner.ID)
+		count, fp, err := storeDigest(ctx, relayStorage(t, srv), owner.ID)
 		if err != nil || ts.Count != n || count != n || ts.Fingerprint != hex.EncodeToString(fp[:]) {
 			t.Fatalf("TS client %d %s, Ferry relay %d %x (%v)", ts.Count, ts.Fingerprint, count, fp, err)
 		}

@@ -20,8 +20,9 @@ type RelayOptions struct {
 	RangesMaxSize int
 	// Logger receives storage failures; nil discards them.
 	Logger *slog.Logger
-	// Version is the relay's protocol version, for tests only; 0 means Version.
-	Version uint64
+	// version is the relay's protocol version, for tests only
+	// (export_test.go); 0 means Version.
+	version uint64
 	// OnError, when set, is told of every reply carrying an error code.
 	OnError func(OwnerID, ErrorCode)
 }
@@ -63,10 +64,10 @@ func ApplyAsRelay(ctx context.Context, st RelayStorage, input []byte, opts Relay
 		return nil, err
 	}
 	owner := m.OwnerID
-	if opts.Version != 0 && opts.Version != Version {
+	if opts.version != 0 && opts.version != Version {
 		// A relay of another version, for tests: it knows only the prefix.
-		if h, err := ParseHeader(input); err == nil && h.Version != opts.Version {
-			return append(AppendNonNegativeInt(nil, opts.Version), owner[:]...), nil
+		if h, err := ParseHeader(input); err == nil && h.Version != opts.version {
+			return append(AppendNonNegativeInt(nil, opts.version), owner[:]...), nil
 		}
 	}
 	if m.Version != Version {
@@ -162,14 +163,11 @@ const (
 	// ReadOnly: messages were written, but without a write key no ranges
 	// are reconciled.
 	ReadOnly
-	// Failed: writing (FailedCause "Write") or reconciling ("Sync") failed
-	// in storage; Err holds the cause.
-	Failed
 )
 
 // String names the outcome as the TS result type does.
 func (o ClientOutcome) String() string {
-	return [...]string{"Converged", "Response", "Broadcast", "Readonly", "Failed"}[o]
+	return [...]string{"Converged", "Response", "Broadcast", "Readonly"}[o]
 }
 
 // ClientResult is the result of ApplyAsClient.
@@ -181,10 +179,6 @@ type ClientResult struct {
 	Uploaded []EncryptedMessage
 	// Received are the messages written from the input.
 	Received []EncryptedMessage
-	// FailedCause is "Write" or "Sync" for Failed.
-	FailedCause string
-	// Err is the storage error of Failed.
-	Err error
 	// TooLarge lists changes sync skipped because they can never be sent.
 	TooLarge []*ChangeTooLargeError
 }
@@ -201,7 +195,9 @@ type ClientOptions struct {
 // Broadcast from a relay. A message of another version gives a
 // *VersionError; a Response with an error code a *ResponseError; a message
 // that does not decode an *InvalidDataError, and nothing is written.
-// Otherwise the messages are written, then the ranges reconciled.
+// Otherwise the messages are written, then the ranges reconciled; a storage
+// failure in either (the TS result's "Write" and "Sync" failures) is a
+// *StorageError, with Received set when the messages were written.
 func ApplyAsClient(ctx context.Context, st Storage, input []byte, opts ClientOptions) (ClientResult, error) {
 	m, err := Decode(input)
 	if err != nil {
@@ -219,7 +215,7 @@ func ApplyAsClient(ctx context.Context, st Storage, input []byte, opts ClientOpt
 	res := ClientResult{Received: m.Messages}
 	if len(m.Messages) > 0 {
 		if err := st.WriteMessages(ctx, m.OwnerID, m.Messages); err != nil {
-			return ClientResult{Outcome: Failed, FailedCause: "Write", Err: err}, nil
+			return ClientResult{}, &StorageError{Op: "Write", Err: err}
 		}
 	}
 	if m.Type == Broadcast {
@@ -240,14 +236,14 @@ func ApplyAsClient(ctx context.Context, st Storage, input []byte, opts ClientOpt
 		OnChangeTooLarge: func(e *ChangeTooLargeError) { res.TooLarge = append(res.TooLarge, e) },
 	})
 	if err != nil {
-		return ClientResult{Outcome: Failed, FailedCause: "Sync", Err: err, Received: m.Messages}, nil
+		return ClientResult{Received: m.Messages}, &StorageError{Op: "Sync", Err: err}
 	}
 	if !changed {
 		res.Outcome = Converged
 		return res, nil
 	}
 	if res.Message, err = out.Bytes(); err != nil {
-		return ClientResult{Outcome: Failed, FailedCause: "Sync", Err: err, Received: m.Messages}, nil
+		return ClientResult{Received: m.Messages}, &StorageError{Op: "Sync", Err: err}
 	}
 	res.Outcome = ContinueResponse
 	return res, nil
@@ -302,3 +298,15 @@ func NewUnsubscribeRequest(owner OwnerID) []byte {
 	b, _ := NewMessageBuffer(owner, BufferOptions{Type: Request, Subscription: SubscriptionUnsubscribe}).Bytes()
 	return b
 }
+
+// StorageError is ApplyAsClient's error when the client's storage failed:
+// Op is "Write" (storing the received messages) or "Sync" (reconciling).
+type StorageError struct {
+	Op  string
+	Err error
+}
+
+func (e *StorageError) Error() string { return fmt.Sprintf("evolu: client storage: %s: %v", e.Op, e.Err) }
+
+// Unwrap returns the storage's error.
+func (e *StorageError) Unwrap() error { return e.Err }

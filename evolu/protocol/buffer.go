@@ -32,8 +32,8 @@ type BufferOptions struct {
 	TotalMaxSize int
 	// RangesMaxSize defaults to DefaultRangesMaxSize.
 	RangesMaxSize int
-	// Version defaults to Version; set it only to test version mismatch.
-	Version uint64
+	// version, for tests only (export_test.go), replaces Version.
+	version uint64
 }
 
 // MessageBuffer builds a ProtocolMessage within size limits, like the TS
@@ -61,7 +61,7 @@ func NewMessageBuffer(owner OwnerID, opts BufferOptions) *MessageBuffer {
 	if b.rangesMax == 0 {
 		b.rangesMax = DefaultRangesMaxSize
 	}
-	v := opts.Version
+	v := opts.version
 	if v == 0 {
 		v = Version
 	}

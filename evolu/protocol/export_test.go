@@ -23,3 +23,16 @@ func DecodeTimestamps(b []byte) ([]Timestamp, int, error) {
 	ts, err := d.timestamps(n)
 	return ts, d.remaining(), err
 }
+
+// WithRelayVersion makes a relay that speaks protocol version v, to test
+// version mismatch.
+func WithRelayVersion(o RelayOptions, v uint64) RelayOptions {
+	o.version = v
+	return o
+}
+
+// WithBufferVersion makes a buffer of protocol version v.
+func WithBufferVersion(o BufferOptions, v uint64) BufferOptions {
+	o.version = v
+	return o
+}

@@ -187,7 +187,7 @@ func TestVectorsMessages(t *testing.T) {
 	var owner protocol.OwnerID
 	copy(owner[:], vectors.Unhex(t, v.OwnerIDBytes))
 	for _, c := range v.Cases {
-		opts := protocol.BufferOptions{Type: c.Options.MessageType, ErrorCode: c.Options.ErrorCode, Version: c.Options.Version}
+		opts := protocol.WithBufferVersion(protocol.BufferOptions{Type: c.Options.MessageType, ErrorCode: c.Options.ErrorCode}, c.Options.Version)
 		if c.Options.SubscriptionFlag != nil {
 			opts.Subscription = *c.Options.SubscriptionFlag
 		}
@@ -232,7 +232,7 @@ func TestVectorsMessages(t *testing.T) {
 			t.Errorf("%s: decode: %v", c.Name, err)
 			continue
 		}
-		if opts.Version != 0 && opts.Version != protocol.Version {
+		if c.Options.Version != 0 && c.Options.Version != protocol.Version {
 			continue
 		}
 		if len(m.Messages) != len(msgs) || len(m.Ranges) != len(rs) {
@@ -302,7 +302,7 @@ func TestVectorsReplies(t *testing.T) {
 	ctx := context.Background()
 	st := protocol.NewMemoryStorage()
 	for _, c := range v.Relay {
-		got, err := protocol.ApplyAsRelay(ctx, st, vectors.Unhex(t, c.Request), protocol.RelayOptions{Version: c.RelayVersion})
+		got, err := protocol.ApplyAsRelay(ctx, st, vectors.Unhex(t, c.Request), protocol.WithRelayVersion(protocol.RelayOptions{}, c.RelayVersion))
 		if !c.OK {
 			if !errors.Is(err, protocol.ErrInvalidData) || got != nil {
 				t.Errorf("%s: got %x, %v; want ProtocolInvalidDataError", c.Name, got, err)

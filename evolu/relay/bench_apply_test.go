@@ -71,7 +71,7 @@ func BenchmarkApplyReconcile100k(b *testing.B) {
 	o := protocol.OwnerID{2}
 	key := protocol.WriteKey{2}
 	all := opaqueMessages(b, 100_010, 1)
-	writeAll(b, srv.Storage(), o, append(append([]protocol.EncryptedMessage{}, all[:99_990]...), all[100_000:]...))
+	writeAll(b, relay.StorageOf(srv), o, append(append([]protocol.EncryptedMessage{}, all[:99_990]...), all[100_000:]...))
 	clientSet := append(append([]protocol.EncryptedMessage{}, all[:50_000]...), all[50_010:]...)
 	for b.Loop() {
 		b.StopTimer()
@@ -131,7 +131,7 @@ func benchScattered(b *testing.B, cold bool) {
 	for i := range onlyRelay {
 		relaySet = append(relaySet, at(i, 0))
 	}
-	writeAll(b, srv.Storage(), o, append(relaySet, shared...))
+	writeAll(b, relay.StorageOf(srv), o, append(relaySet, shared...))
 	round := 0
 	for b.Loop() {
 		b.StopTimer()

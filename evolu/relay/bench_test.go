@@ -105,12 +105,12 @@ func (f *clientFleet) checkRelay(t testing.TB, srv *relay.Server) {
 	t.Helper()
 	ctx := context.Background()
 	for i, o := range f.owners {
-		n, err := srv.Storage().Size(ctx, o.ID)
+		n, err := relay.StorageOf(srv).Size(ctx, o.ID)
 		if err != nil || n != f.m {
 			t.Fatalf("owner %d: relay has %d of %d (%v)", i, n, f.m, err)
 		}
 		cn, _ := f.stores[i].Size(ctx, o.ID)
-		a, _ := srv.Storage().Fingerprint(ctx, o.ID, 0, n)
+		a, _ := relay.StorageOf(srv).Fingerprint(ctx, o.ID, 0, n)
 		b, _ := f.stores[i].Fingerprint(ctx, o.ID, 0, cn)
 		if a != b || cn != n {
 			t.Fatalf("owner %d: relay and client differ", i)

@@ -55,7 +55,7 @@ func BenchmarkWorkloadPush20kPull(b *testing.B) {
 			b.Fatalf("pull: %+v %v", rep2, err)
 		}
 		b.StopTimer()
-		if n, _ := srv.Storage().Size(ctx, o.ID); n != 20_000 {
+		if n, _ := relay.StorageOf(srv).Size(ctx, o.ID); n != 20_000 {
 			b.Fatalf("relay has %d", n)
 		}
 		b.ReportMetric(float64(rep.Rounds+rep2.Rounds), "rounds")
@@ -76,7 +76,7 @@ func BenchmarkWorkloadReconcile100k(b *testing.B) {
 		clientSet := append(append([]protocol.EncryptedMessage{}, all[:50_000]...), all[50_010:]...)
 		relaySet := append(append([]protocol.EncryptedMessage{}, all[:99_990]...), all[100_000:]...)
 		writeAll(b, a, o.ID, clientSet)
-		writeAll(b, srv.Storage(), o.ID, relaySet)
+		writeAll(b, relay.StorageOf(srv), o.ID, relaySet)
 		b.StartTimer()
 		rep, err := client.Sync(context.Background(), url, o, a, client.SyncOptions{})
 		if err != nil || rep.Sent != 10 || rep.Received != 10 {

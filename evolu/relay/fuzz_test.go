@@ -27,7 +27,7 @@ func FuzzRelayApply(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { srv.Close() })
-	st := srv.Storage()
+	st := relay.StorageOf(srv)
 	state := func(t *testing.T, owner protocol.OwnerID) (int, protocol.Fingerprint) {
 		n, err := st.Size(ctx, owner)
 		if err != nil {

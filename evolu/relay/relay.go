@@ -108,9 +108,6 @@ func (s *Server) openStore(ctx context.Context) error {
 	return nil
 }
 
-// Storage is the relay's storage.
-func (s *Server) Storage() protocol.RelayStorage { return s.store }
-
 // Close closes the database. Call it after Serve (or Shutdown) has
 // returned.
 func (s *Server) Close() error {

@@ -178,7 +178,7 @@ func TestQuota(t *testing.T) {
 	if m, _ := protocol.Decode(roundTrip(t, ws, mk(2))); m.ErrorCode != protocol.QuotaError {
 		t.Fatalf("second: %v", m.ErrorCode)
 	}
-	if n, _ := srv.Storage().Size(context.Background(), o.ID); n != 1 {
+	if n, _ := relay.StorageOf(srv).Size(context.Background(), o.ID); n != 1 {
 		t.Fatalf("stored %d", n)
 	}
 }

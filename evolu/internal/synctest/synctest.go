@@ -44,7 +44,7 @@ func Session(t testing.TB, client protocol.Storage, relay protocol.RelayStorage,
 		case protocol.ContinueResponse:
 			req = res.Message
 		default:
-			t.Fatalf("round %d: outcome %v (%v)", round, res.Outcome, res.Err)
+			t.Fatalf("round %d: outcome %v", round, res.Outcome)
 		}
 	}
 	t.Fatal("no convergence after 2000 rounds")

@@ -1,0 +1,256 @@
+package tandemcli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-sync/ferry/tandem"
+)
+
+// Bounds of one sync, and of sync --watch's poll interval.
+const (
+	syncTimeout     = 2 * time.Minute
+	minSyncTimeout  = 5 * time.Second
+	maxSyncTimeout  = time.Hour
+	defaultInterval = 10 * time.Second
+	minInterval     = time.Second
+	maxInterval     = time.Hour
+)
+
+type reportOut struct {
+	Published int `json:"published"`
+	Fetched   int `json:"fetched"`
+	Applied   int `json:"applied"`
+	Rejected  int `json:"rejected"`
+	Held      int `json:"held"`
+}
+
+func reportJSON(r tandem.SyncReport) reportOut {
+	return reportOut{r.Published, r.Fetched, r.Applied, r.Rejected, r.Held}
+}
+
+func describeReport(r tandem.SyncReport) string {
+	s := fmt.Sprintf("%d sent, %d received", r.Published, r.Applied)
+	if r.Held > 0 {
+		s += fmt.Sprintf(", %d waiting for their list's members", r.Held)
+	}
+	if r.Rejected > 0 {
+		s += fmt.Sprintf(", %d refused (see ferry.log)", r.Rejected)
+	}
+	return s
+}
+
+// saveState records how a sync attempt ended, for ferry status.
+func (s *session) saveState(err error) {
+	st := stateJSON{LastAttempt: time.Now().UTC()}
+	if err != nil {
+		e := classify(err)
+		st.Kind, st.Message = e.Kind, e.Msg
+	}
+	writeJSON(filepath.Join(s.dir, stateFile), st)
+}
+
+type syncFlags struct {
+	watch    bool
+	interval time.Duration
+	timeout  time.Duration
+}
+
+func (a *app) syncCmd() *cobra.Command {
+	var f syncFlags
+	c := &cobra.Command{
+		Use:     "sync",
+		GroupID: groupSync,
+		Short:   "Send this device's changes and get everyone else's",
+		Long: `Sync with the mail account: send what this device wrote, and merge what
+the other devices and the people you share with wrote. With --watch, ferry
+keeps syncing every --interval (default 10s) and prints the changes that
+arrive from elsewhere, until Ctrl-C; between rounds the profile is free for
+other ferry commands. With --json, --watch prints one JSON object a line.`,
+		Args: args(0, 0, ""),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if f.timeout < minSyncTimeout || f.timeout > maxSyncTimeout {
+				return usagef("--timeout %s is out of range: give 5s to 1h", f.timeout)
+			}
+			if c.Flags().Changed("interval") && !f.watch {
+				return usagef("--interval applies only with --watch")
+			}
+			if f.interval < minInterval || f.interval > maxInterval {
+				return usagef("--interval %s is out of range: give 1s to 1h", f.interval)
+			}
+			if f.watch {
+				return a.watch(c, f)
+			}
+			s, err := a.open(c.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			rep, err := a.syncOnce(c.Context(), s, f.timeout)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return emit(c.OutOrStdout(), reportJSON(rep))
+			}
+			fmt.Fprintf(c.OutOrStdout(), "Synced: %s.\n", describeReport(rep))
+			return nil
+		},
+	}
+	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "keep syncing and print changes as they arrive, until Ctrl-C")
+	c.Flags().DurationVar(&f.interval, "interval", defaultInterval, "with --watch: time between syncs (1s to 1h)")
+	c.Flags().DurationVar(&f.timeout, "timeout", syncTimeout, "give one sync this long (5s to 1h)")
+	return a.flags(c, true)
+}
+
+// syncOnce syncs and records the outcome.
+func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (tandem.SyncReport, error) {
+	if s.dev.Hub().IsZero() {
+		return tandem.SyncReport{}, failf("no_hub", "this device is not connected to a mail account yet: run ferry connect")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := s.dev.Sync(ctx)
+	s.saveState(err)
+	return rep, err
+}
+
+type statusList struct {
+	ID    string   `json:"id"`
+	Name  string   `json:"name"`
+	Names []string `json:"names"`
+	State string   `json:"state"`
+	Items int      `json:"items"`
+}
+
+type statusOut struct {
+	Profile     string       `json:"profile"`
+	Name        string       `json:"name"`
+	Hub         string       `json:"hub"`
+	Connection  string       `json:"connection"` // never, ok, offline, auth, error, no_hub
+	Message     string       `json:"message,omitempty"`
+	LastSync    *time.Time   `json:"last_sync"`
+	LastAttempt *time.Time   `json:"last_attempt"`
+	Pending     int          `json:"pending"`
+	Lists       []statusList `json:"lists"`
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "status",
+		GroupID: groupSync,
+		Short:   "Show the account, the last sync, unsent changes, and each list's sync state",
+		Long: `Show the sync state: the mail account, when the device last synced, how many
+changes wait to be sent, and for each list one of: synced, behind (changes
+not sent yet), offline, waiting (its members are not known yet), can't sync
+(copy it to a new list), deleted. Offline work is safe: it syncs later.`,
+		Args: args(0, 0, ""),
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := a.open(c.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			out, err := status(s)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return emit(c.OutOrStdout(), out)
+			}
+			printStatus(c, out)
+			return nil
+		},
+	}
+	return a.flags(c, true)
+}
+
+func status(s *session) (statusOut, error) {
+	st := s.dev.Status()
+	saved := readState(s.dir)
+	out := statusOut{Profile: s.dir, Name: s.prof.Name, Hub: s.dev.Hub().String(), Pending: st.Pending, Lists: []statusList{}}
+	switch {
+	case s.dev.Hub().IsZero():
+		out.Connection = "no_hub"
+	case saved.LastAttempt.IsZero():
+		out.Connection = "never"
+	case saved.Kind == "":
+		out.Connection = "ok"
+	case saved.Kind == "offline" || saved.Kind == "auth":
+		out.Connection, out.Message = saved.Kind, saved.Message
+	default:
+		out.Connection, out.Message = "error", saved.Message
+	}
+	if !st.LastSync.IsZero() {
+		t := st.LastSync.UTC()
+		out.LastSync = &t
+	}
+	if !saved.LastAttempt.IsZero() {
+		out.LastAttempt = &saved.LastAttempt
+	}
+	lists, err := allLists(s.dev)
+	if err != nil {
+		return out, err
+	}
+	for _, l := range lists {
+		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: listSyncState(l.State, out.Connection, st.Pending), Items: l.Items})
+	}
+	return out, nil
+}
+
+// listSyncState is one list's state as ferry status shows it.
+func listSyncState(st tandem.CollectionState, conn string, pending int) string {
+	switch st {
+	case tandem.StateDead, tandem.StateStalled:
+		return "can't sync"
+	case tandem.StateDeleted:
+		return "deleted"
+	case tandem.StateWaiting:
+		return "waiting"
+	}
+	switch conn {
+	case "offline", "no_hub", "never":
+		return "offline"
+	case "auth", "error":
+		return "can't sync"
+	}
+	if pending > 0 {
+		return "behind"
+	}
+	return "synced"
+}
+
+func printStatus(c *cobra.Command, o statusOut) {
+	w := c.OutOrStdout()
+	fmt.Fprintf(w, "Profile   %s (%s)\nAccount   %s\n", o.Profile, o.Name, o.Hub)
+	switch o.Connection {
+	case "no_hub":
+		fmt.Fprintln(w, "Sync      not connected: run ferry connect")
+	case "never":
+		fmt.Fprintln(w, "Sync      never synced: run ferry sync")
+	case "ok":
+		fmt.Fprintln(w, "Sync      ok")
+	default:
+		fmt.Fprintf(w, "Sync      %s\n", o.Message)
+	}
+	last := "never"
+	if o.LastSync != nil {
+		last = o.LastSync.Local().Format("2006-01-02 15:04:05")
+	}
+	fmt.Fprintf(w, "Last sync %s\nUnsent    %d change(s)\n", last, o.Pending)
+	if len(o.Lists) == 0 {
+		fmt.Fprintln(w, "\nNo lists yet: ferry new NAME makes one.")
+		return
+	}
+	fmt.Fprintln(w)
+	for _, l := range o.Lists {
+		fmt.Fprintf(w, "  %-24s %-11s %d item(s)  %s\n", l.Name, l.State, l.Items, short(l.ID))
+		if l.State == "can't sync" && o.Connection == "ok" {
+			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list?\n", l.Name)
+		}
+	}
+}
