@@ -381,6 +381,10 @@ func TestTableBlobFrames(t *testing.T) {
 	sent := 0
 	hold := &attach.Holder{Store: store, Version: engine.KVEncoding.V,
 		Send: func(context.Context, string, media.Purpose, []byte) error { sent++; return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); hold.Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
 	s := NewSession(a.sp, "b", Options{Caps: kvCaps, Blobs: &attach.Carriage{Fetcher: fetch, Holder: hold}})
 	missing := attach.Hash([]byte("missing"))
 	outs := s.Receive(wire(t, frame.Frame{Kind: frame.KindNeedBlob, Hash: missing}))
