@@ -61,7 +61,8 @@ type Device struct {
 	store     hub.Store // open connection, nil when not connected
 	backupKey string    // set only in the process that created the identity
 	status    syncStatus
-	changed   chan struct{}
+	changed   chan struct{} // closed at the next change (Changed)
+	local     chan struct{} // closed at the next local edit (Run)
 	closed    bool
 }
 
@@ -101,7 +102,7 @@ func open(ctx context.Context, dir string, opts Options, install *[32]byte) (*De
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{dir: dir, lock: lock, opts: opts, log: opts.Logger, changed: make(chan struct{})}
+	d := &Device{dir: dir, lock: lock, opts: opts, log: opts.Logger, changed: make(chan struct{}), local: make(chan struct{})}
 	if d.log == nil {
 		d.log = slog.Default()
 	}

@@ -126,7 +126,7 @@ func (d *Device) NewCollection(name string) (CollectionID, error) {
 	if err != nil {
 		return CollectionID{}, d.editErr(err)
 	}
-	d.notify()
+	d.notifyLocal()
 	return CollectionID(c), nil
 }
 
@@ -213,7 +213,7 @@ func (d *Device) write(c CollectionID, ch record.Change) error {
 	if _, err := eng.Write(client.CollectionID(c), ch); err != nil {
 		return d.editErr(err)
 	}
-	d.notify()
+	d.notifyLocal()
 	return nil
 }
 

@@ -20,6 +20,8 @@ type syncStatus struct {
 	offline  bool      // the last attempt could not reach the hub
 	lastErr  error     // the last attempt's error, nil after a success
 	rejected int       // messages rejected since the device was opened
+	watching bool      // Run is connected and watching the hub
+	healed   int       // records and statements healed since the device was opened
 }
 
 // SyncReport says what one Sync did.
@@ -60,7 +62,7 @@ func (d *Device) Sync(ctx context.Context) (SyncReport, error) {
 	}
 	now := time.Now()
 	d.mu.Lock()
-	d.status = syncStatus{lastSync: now, rejected: d.status.rejected + out.Rejected}
+	d.status = syncStatus{lastSync: now, rejected: d.status.rejected + out.Rejected, watching: d.status.watching, healed: d.status.healed + out.Healed}
 	d.mu.Unlock()
 	d.db.SetMeta(ctx, map[string][]byte{devstore.KeyLastSync: binary.BigEndian.AppendUint64(nil, uint64(now.UnixMilli()))})
 	return out, nil
@@ -137,8 +139,12 @@ func offline(err error) bool {
 // Status is what an app shows in its sync indicator (§13.2, §13.3).
 type Status struct {
 	Offline  bool      // the last attempt could not reach the hub
+	Online   bool      // Run is connected and watching the hub
 	LastSync time.Time // the last complete sync; zero if never
-	Pending  int       // messages written here and not yet on the hub
+	Pending  int       // edits made here and not yet on the hub
+	Waiting  int       // messages waiting for a roster statement or inventory (§8.3)
+	Healed   int       // records and statements published again since the device was opened (§12.2)
+	Rejected int       // messages refused since the device was opened (logged)
 	Err      error     // the last attempt's error (*Error), nil after a success
 }
 
@@ -146,7 +152,8 @@ type Status struct {
 func (d *Device) Status() Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return Status{Offline: d.status.offline, LastSync: d.status.lastSync, Pending: d.eng.Pending(), Err: d.status.lastErr}
+	return Status{Offline: d.status.offline, Online: d.status.watching && !d.status.offline, LastSync: d.status.lastSync,
+		Pending: d.eng.Pending(), Waiting: d.eng.Held(), Healed: d.status.healed, Rejected: d.status.rejected, Err: d.status.lastErr}
 }
 
 // CollectionState says how the device follows a collection (§9.4).
@@ -204,4 +211,13 @@ func (d *Device) notify() {
 	defer d.mu.Unlock()
 	close(d.changed)
 	d.changed = make(chan struct{})
+}
+
+// notifyLocal wakes Changed and Run after a local edit.
+func (d *Device) notifyLocal() {
+	d.notify()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.local)
+	d.local = make(chan struct{})
 }

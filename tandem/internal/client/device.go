@@ -287,6 +287,13 @@ func (d *Device) Channels() []string {
 	return out
 }
 
+// Held returns the number of messages held for a missing dependency.
+func (d *Device) Held() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held)
+}
+
 // Pending returns the number of messages written locally and not yet
 // published.
 func (d *Device) Pending() int {
