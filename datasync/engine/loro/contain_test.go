@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 )
@@ -90,7 +92,21 @@ func TestTrapRebuildsFromKeptBytes(t *testing.T) {
 		t.Fatal(out)
 	}
 	check(t, e.Compact("other"))
-	before := stateOf(t, e)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range 300 { // past foldBytes: the kept changes fold into a snapshot
+		b := make([]byte, 300)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		check(t, e.Set("d", fmt.Sprint("fold", i%50), Value{Kind: Bytes, Bytes: b}))
+	}
+	before := stateOf(t, e) // Version keeps the local edits, which folds them
+	e.mu.Lock()
+	folded := len(e.docs["d"].base) > 0 && e.docs["d"].logBytes < foldBytes
+	e.mu.Unlock()
+	if !folded {
+		t.Fatalf("the kept changes never folded: base %d, log %d bytes", len(e.docs["d"].base), e.docs["d"].logBytes)
+	}
 	otherBefore := must[[]byte](t)(e.JSON("other"))
 
 	e.mu.Lock()
@@ -120,18 +136,51 @@ func TestTrapRebuildsFromKeptBytes(t *testing.T) {
 	}
 }
 
-// TestMemoryCapTrapsAndRecovers: a valid change too large for the memory
-// cap traps the instance instead of growing memory; the engine answers
-// Unreadable, rebuilds, and holds what it held.
-func TestMemoryCapTrapsAndRecovers(t *testing.T) {
+// bigChange is a valid change of 4000 keys of 900 bytes (about 3.6 MB).
+func bigChange(t testing.TB) []byte {
 	big := newEngine(t, 2)
 	vals := map[string]Value{}
 	for i := range 4000 {
 		vals[fmt.Sprintf("key-%05d", i)] = Value{Kind: Text, Text: strings.Repeat(fmt.Sprint(i%10), 900)}
 	}
 	check(t, big.SetMany("d", DefaultCollection, vals))
-	change := must[[]byte](t)(big.Changes("d", nil))
+	return must[[]byte](t)(big.Changes("d", nil))
+}
 
+// TestDeadlineEndsCallAndRecovers: an import that runs past the call
+// deadline is ended (the engine is not held), answered Unreadable, and
+// the instance is rebuilt with the document as it was.
+func TestDeadlineEndsCallAndRecovers(t *testing.T) {
+	change := bigChange(t)
+	ctx := context.Background()
+	rt, err := NewRuntime(ctx, RuntimeConfig{CacheDir: cacheDir(), CallTimeout: 30 * time.Millisecond})
+	check(t, err)
+	defer rt.Close(ctx)
+	e, err := New(ctx, rt, Options{Peer: 1})
+	check(t, err)
+	check(t, e.Set("d", "k", Value{Kind: Text, Text: "held"}))
+	before := stateOf(t, e)
+	start := time.Now()
+	out, err := e.Import("d", change)
+	if out != engine.Unreadable || !errors.Is(err, ErrTrapped) {
+		t.Fatalf("import past the deadline: %v %v", out, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the deadline did not end the call: %v", d)
+	}
+	if _, rebuilds := e.Stats(); rebuilds != 1 {
+		t.Fatalf("rebuilds %d", rebuilds)
+	}
+	if after := stateOf(t, e); !after.same(before) {
+		t.Fatalf("after the deadline %s, before %s", after.json, before.json)
+	}
+}
+
+// TestMemoryCapTrapsAndRecovers: a valid change too large for the memory
+// cap traps the instance instead of growing memory; the engine answers
+// Unreadable, rebuilds, and holds what it held.
+func TestMemoryCapTrapsAndRecovers(t *testing.T) {
+	change := bigChange(t)
 	ctx := context.Background()
 	rt, err := NewRuntime(ctx, RuntimeConfig{CacheDir: cacheDir(), MemoryLimitPages: 48}) // 3 MiB
 	check(t, err)

@@ -22,7 +22,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/engine/loro/internal/lorowasm"
@@ -40,9 +39,11 @@ const (
 	// predecessor; past it a further one is not imported (the targeted
 	// offer its arrival drew recovers it), as engine.MaxPending does for KV.
 	MaxPending = engine.MaxPending
-	// maxLog is how many imported or committed changes a document keeps
-	// for rebuilding before they are folded into a fresh snapshot.
-	maxLog = 256
+	// foldBytes is the least a document's kept changes grow to before
+	// they are folded into a fresh snapshot (they fold once they also
+	// outgrow the snapshot, so rebuilding reads at most twice its size and
+	// folding costs amortized O(1) per byte).
+	foldBytes = 64 << 10
 )
 
 // Runtime is the compiled Loro module; engines made from one share it.
@@ -91,9 +92,13 @@ type Engine struct {
 // doc is one document: its handle in the instance and the bytes it is
 // rebuilt from after a trap (a snapshot, then the changes since).
 type doc struct {
-	h    *lorowasm.Doc
-	base []byte
-	log  [][]byte
+	h        *lorowasm.Doc
+	base     []byte
+	log      [][]byte
+	logBytes int
+	// localFrom is the version before local edits not yet kept in log
+	// (nil when there are none).
+	localFrom []byte
 	// pending counts the imports held behind a missing predecessor.
 	pending int
 }
@@ -132,11 +137,9 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // ctx is the context of one engine operation: the engine interface has no
-// context, so each call into the module is bounded by the runtime's call
-// timeout instead.
-func (e *Engine) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Minute)
-}
+// context, so the operation's calls into the module are bounded by the
+// runtime's call timeout instead (a hostile blob cannot hold the engine).
+func (e *Engine) ctx() (context.Context, context.CancelFunc) { return e.rt.Context() }
 
 // Encoding implements engine.Engine.
 func (e *Engine) Encoding() engine.Encoding { return Encoding }

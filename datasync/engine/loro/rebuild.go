@@ -17,6 +17,9 @@ func (e *Engine) trapped(ctx context.Context, err error) error {
 	if !errors.Is(err, lorowasm.ErrTrapped) {
 		return err
 	}
+	// A fresh deadline: the operation's own may be what ended the call.
+	ctx, cancel := e.rt.Context()
+	defer cancel()
 	if rerr := e.rebuild(ctx); rerr != nil {
 		return fmt.Errorf("%w; rebuilding the instance failed: %w", err, rerr)
 	}
@@ -38,6 +41,7 @@ func (e *Engine) rebuild(ctx context.Context) error {
 			return fmt.Errorf("document %q: %w", name, err)
 		}
 		d.h = h
+		d.localFrom = nil // unkept local edits died with the instance
 	}
 	return nil
 }
@@ -67,7 +71,7 @@ func (e *Engine) rollback(ctx context.Context, d *doc) error {
 		return e.trapped(ctx, err)
 	}
 	_ = e.in.FreeDoc(ctx, d.h)
-	d.h = h
+	d.h, d.localFrom = h, nil
 	return nil
 }
 
@@ -76,14 +80,16 @@ func (e *Engine) rollback(ctx context.Context, d *doc) error {
 // (a snapshot does not carry them).
 func (e *Engine) keep(ctx context.Context, d *doc, b []byte) error {
 	d.log = append(d.log, b)
-	if len(d.log) < maxLog {
-		return nil
+	d.logBytes += len(b)
+	if len(d.log) < 2 || d.logBytes < max(foldBytes, len(d.base)) {
+		return nil // one kept change is as good a base as a snapshot
 	}
 	snap, err := e.in.ExportSnapshot(ctx, d.h)
 	if err != nil {
 		return e.trapped(ctx, err)
 	}
 	var rest [][]byte
+	d.logBytes = 0
 	if d.pending > 0 {
 		cur, _, err := e.version(ctx, d)
 		if err != nil {
@@ -92,6 +98,7 @@ func (e *Engine) keep(ctx context.Context, d *doc, b []byte) error {
 		for _, b := range d.log {
 			if m, err := e.in.DecodeBlobMeta(ctx, b); err == nil && !mustVV(m.EndVV).le(cur) {
 				rest = append(rest, b)
+				d.logBytes += len(b)
 			}
 		}
 	}

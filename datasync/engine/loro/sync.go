@@ -39,6 +39,9 @@ func (e *Engine) Version(name string) ([]byte, error) {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
+	if err := e.flushLocal(ctx, d); err != nil {
+		return nil, err
+	}
 	_, b, err := e.version(ctx, d)
 	return b, err
 }
@@ -77,6 +80,9 @@ func (e *Engine) Changes(name string, peer []byte) ([]byte, error) {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
+	if err := e.flushLocal(ctx, d); err != nil {
+		return nil, err
+	}
 	p, perr := decodeVV(peer)
 	if perr != nil || p.empty() {
 		p, peer = vv{}, nil
@@ -105,6 +111,9 @@ func (e *Engine) Snapshot(name string) ([]byte, error) {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
+	if err := e.flushLocal(ctx, d); err != nil {
+		return nil, err
+	}
 	b, err := e.in.ExportSnapshot(ctx, d.h)
 	if err != nil {
 		return nil, e.trapped(ctx, err)
@@ -155,6 +164,9 @@ func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	defer cancel()
 	d, err := e.docOrNew(ctx, name)
 	if err != nil {
+		return engine.Failed, err
+	}
+	if err := e.flushLocal(ctx, d); err != nil {
 		return engine.Failed, err
 	}
 	m, err := e.judge(ctx, name, change, false)
@@ -284,6 +296,9 @@ func (e *Engine) ImportSnapshot(name string, snap []byte) (engine.Outcome, error
 	if err != nil {
 		return engine.Failed, err
 	}
+	if err := e.flushLocal(ctx, d); err != nil {
+		return engine.Failed, err
+	}
 	m, err := e.judge(ctx, name, snap, true)
 	if err != nil {
 		return engine.Unreadable, err
@@ -316,7 +331,7 @@ func (e *Engine) ImportSnapshot(name string, snap []byte) (engine.Outcome, error
 // replace swaps d for a document loaded from snap alone.
 func (e *Engine) replace(ctx context.Context, name string, d *doc, snap []byte) (engine.Outcome, error) {
 	old := *d
-	d.base, d.log, d.pending = snap, nil, 0
+	d.base, d.log, d.logBytes, d.pending, d.localFrom = snap, nil, 0, 0, nil
 	h, err := e.load(ctx, d)
 	if err != nil {
 		*d = old // before a rebuild reloads it
@@ -343,6 +358,9 @@ func (e *Engine) Compact(name string) error {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
+	if err := e.flushLocal(ctx, d); err != nil {
+		return err
+	}
 	shallow, err := e.in.ExportShallowSnapshot(ctx, d.h)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %w", ErrCompact, name, e.trapped(ctx, err))

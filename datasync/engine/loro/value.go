@@ -180,7 +180,7 @@ func (e *Engine) SetIn(name, collection, key string, v Value) error {
 	if err != nil {
 		return err
 	}
-	return e.edit(name, func(ctx context.Context, d *doc) error { return e.in.MapSet(ctx, d.h, collection, key, js) })
+	return e.edit(name, false, func(ctx context.Context, d *doc) error { return e.in.MapSet(ctx, d.h, collection, key, js) })
 }
 
 // DeleteIn removes key from collection and commits.
@@ -188,7 +188,7 @@ func (e *Engine) DeleteIn(name, collection, key string) error {
 	if err := checkName(collection, key); err != nil {
 		return err
 	}
-	return e.edit(name, func(ctx context.Context, d *doc) error { return e.in.MapDelete(ctx, d.h, collection, key) })
+	return e.edit(name, false, func(ctx context.Context, d *doc) error { return e.in.MapDelete(ctx, d.h, collection, key) })
 }
 
 // SetMany writes every entry of values into collection as one change, in
@@ -206,7 +206,7 @@ func (e *Engine) SetMany(name, collection string, values map[string]Value) error
 		js[k] = x
 	}
 	keys := slices.Sorted(maps.Keys(js))
-	return e.edit(name, func(ctx context.Context, d *doc) error {
+	return e.edit(name, true, func(ctx context.Context, d *doc) error {
 		for _, k := range keys {
 			x := js[k]
 			if err := e.in.MapSet(ctx, d.h, collection, k, x); err != nil {
@@ -217,8 +217,13 @@ func (e *Engine) SetMany(name, collection string, values map[string]Value) error
 	})
 }
 
-// edit applies a local edit, commits it, keeps the change and persists.
-func (e *Engine) edit(name string, f func(context.Context, *doc) error) error {
+// edit applies a local edit f and commits it. Without a storage hook the
+// change is kept for rebuilding lazily (flushLocal, before the next
+// operation that reads peer bytes or hands bytes out), so a run of local
+// edits costs one set and one commit each; with one, it is kept and
+// persisted at once. multi says f makes more than one Loro call, so a
+// failure part way is rolled back.
+func (e *Engine) edit(name string, multi bool, f func(context.Context, *doc) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ctx, cancel := e.ctx()
@@ -227,22 +232,31 @@ func (e *Engine) edit(name string, f func(context.Context, *doc) error) error {
 	if err != nil {
 		return err
 	}
-	_, before, err := e.version(ctx, d)
-	if err != nil {
-		return err
+	eager := e.opts.Persist != nil
+	if eager || multi {
+		if err := e.flushLocal(ctx, d); err != nil {
+			return err
+		}
+	}
+	if d.localFrom == nil {
+		if _, d.localFrom, err = e.version(ctx, d); err != nil {
+			return err
+		}
 	}
 	if err := f(ctx, d); err != nil {
-		if rerr := e.rollback(ctx, d); rerr != nil {
-			err = errors.Join(err, rerr)
+		if multi {
+			if rerr := e.rollback(ctx, d); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
 		}
+		// A single refused set adds no op to the transaction.
 		return e.trapped(ctx, err)
 	}
 	if err := e.in.Commit(ctx, d.h); err != nil {
 		return e.trapped(ctx, err)
 	}
-	change, err := e.in.ExportUpdates(ctx, d.h, before)
-	if err != nil {
-		return e.trapped(ctx, err)
+	if !eager {
+		return nil
 	}
 	if err := e.persist(ctx, name, d); err != nil {
 		if rerr := e.rollback(ctx, d); rerr != nil {
@@ -250,6 +264,20 @@ func (e *Engine) edit(name string, f func(context.Context, *doc) error) error {
 		}
 		return err
 	}
+	return e.flushLocal(ctx, d)
+}
+
+// flushLocal keeps d's local changes not yet kept for rebuilding. The
+// caller holds e.mu.
+func (e *Engine) flushLocal(ctx context.Context, d *doc) error {
+	if d.localFrom == nil {
+		return nil
+	}
+	change, err := e.in.ExportUpdates(ctx, d.h, d.localFrom)
+	if err != nil {
+		return e.trapped(ctx, err)
+	}
+	d.localFrom = nil
 	return e.keep(ctx, d, change)
 }
 

@@ -25,6 +25,8 @@ type Instance struct {
 	global *Object
 	fns    map[string]api.Function
 	broken error
+	// retptr is the return area on the module's shadow stack.
+	retptr uint32
 	// panicMsg is the last console.error line, which is where Loro's panic
 	// hook writes the panic message before the module traps.
 	panicMsg string
@@ -51,6 +53,12 @@ func (r *Runtime) NewInstance(ctx context.Context) (*Instance, error) {
 		_ = mod.Close(ctx)
 		return nil, err
 	}
+	sp, err := in.Call(ctx, "__wbindgen_add_to_stack_pointer", uint64(uint32(0xFFFFFFF0))) // -16
+	if err != nil {
+		_ = mod.Close(ctx)
+		return nil, err
+	}
+	in.retptr = uint32(sp[0])
 	return in, nil
 }
 
@@ -78,8 +86,9 @@ func (in *Instance) fn(name string) (api.Function, error) {
 	return f, nil
 }
 
-// Call calls an export. Any abnormal end marks the instance broken and
-// returns an error wrapping ErrTrapped.
+// Call calls an export. Any abnormal end (including ctx ending, which
+// stops the running call) marks the instance broken and returns an error
+// wrapping ErrTrapped. The caller bounds ctx; see Runtime.Context.
 func (in *Instance) Call(ctx context.Context, name string, args ...uint64) ([]uint64, error) {
 	if in.broken != nil {
 		return nil, in.broken
@@ -88,9 +97,7 @@ func (in *Instance) Call(ctx context.Context, name string, args ...uint64) ([]ui
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, in.rt.cfg.CallTimeout)
-	defer cancel()
-	res, err := f.Call(context.WithValue(cctx, instanceKey{}, in), args...)
+	res, err := f.Call(context.WithValue(ctx, instanceKey{}, in), args...)
 	if err != nil {
 		msg := in.panicMsg
 		if msg != "" {

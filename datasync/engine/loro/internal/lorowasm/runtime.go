@@ -42,8 +42,9 @@ type Config struct {
 	// MemoryLimitPages caps each instance's linear memory in 64 KiB pages
 	// (0: DefaultMemoryLimitPages). A module that needs more traps.
 	MemoryLimitPages uint32
-	// CallTimeout bounds one call into the module (0: DefaultCallTimeout);
-	// a call past it is ended and the instance is discarded.
+	// CallTimeout bounds one engine operation's calls into the module (0:
+	// DefaultCallTimeout); a call past it is ended and the instance is
+	// discarded.
 	CallTimeout time.Duration
 	// Logger receives the module's console output (nil: discarded).
 	Logger *slog.Logger
@@ -125,6 +126,12 @@ func hostCall(fn hostFn) api.GoModuleFunc {
 		}
 		fn(host{Instance: in, ctx: ctx}, stack)
 	}
+}
+
+// Context returns a context bounded by the configured call timeout, for
+// one operation's calls into an instance.
+func (r *Runtime) Context() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), r.cfg.CallTimeout)
 }
 
 // Close releases the runtime and every instance it made.
