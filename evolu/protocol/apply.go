@@ -306,7 +306,9 @@ type StorageError struct {
 	Err error
 }
 
-func (e *StorageError) Error() string { return fmt.Sprintf("evolu: client storage: %s: %v", e.Op, e.Err) }
+func (e *StorageError) Error() string {
+	return fmt.Sprintf("evolu: client storage: %s: %v", e.Op, e.Err)
+}
 
 // Unwrap returns the storage's error.
 func (e *StorageError) Unwrap() error { return e.Err }
