@@ -23,8 +23,8 @@ import (
 type relayFlags struct {
 	addr, db, logLevel, logFormat string
 	adminAddr, tlsCert, tlsKey    string
-	allowOwners, quotaFile        string
-	quota, queueBytes             int64
+	allowOwners, quotaFile, quota string
+	queueBytes                    int64
 	maxSize, rangesMax            int
 	maxConns, maxConnsPerAddr     int
 	idleTimeout                   time.Duration
@@ -48,7 +48,7 @@ on SIGINT or SIGTERM. Deployment: docs/relay.md.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:4000", "TCP address to listen on")
 	fl.StringVar(&f.db, "db", "relay.db", "SQLite database file, or a postgres:// URL")
-	fl.Int64Var(&f.quota, "quota-bytes", 0, "most change bytes one owner may store (0: unlimited); --quota-file overrides it")
+	fl.StringVar(&f.quota, "quota-bytes", "0", "most change bytes one owner may store, like 50M (0: unlimited); --quota-file overrides it")
 	fl.StringVar(&f.quotaFile, "quota-file", "", `per-owner quotas: lines "OWNER_ID BYTES" and "* BYTES" (the default); suffixes k, M, G`)
 	fl.StringVar(&f.allowOwners, "allow-owners", "", "file of the OwnerIds allowed to connect, one a line (others get 401)")
 	fl.IntVar(&f.maxSize, "max-size", 1_000_000, "ProtocolMessageMaxSize in bytes (1 MB to 100 MB)")
@@ -83,7 +83,11 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 
 // relayConfig turns the flags into a relay.Config.
 func (f relayFlags) config(log *slog.Logger) (relay.Config, error) {
-	cfg := relay.Config{DBPath: f.db, QuotaBytes: f.quota, TotalMaxSize: f.maxSize, RangesMaxSize: f.rangesMax,
+	quota, err := parseBytes(f.quota)
+	if err != nil {
+		return relay.Config{}, fmt.Errorf("--quota-bytes: %w", err)
+	}
+	cfg := relay.Config{DBPath: f.db, QuotaBytes: quota, TotalMaxSize: f.maxSize, RangesMaxSize: f.rangesMax,
 		QueueBytes: f.queueBytes, MaxConns: f.maxConns, MaxConnsPerAddr: f.maxConnsPerAddr, IdleTimeout: f.idleTimeout, Logger: log}
 	if f.idleTimeout == 0 {
 		cfg.IdleTimeout = -1
@@ -94,7 +98,7 @@ func (f relayFlags) config(log *slog.Logger) (relay.Config, error) {
 			return cfg, err
 		}
 		if q.def == 0 {
-			q.def = f.quota
+			q.def = quota
 		}
 		cfg.Quota = q.of
 	}
