@@ -150,6 +150,8 @@ func (s *Session) answerDelta(f frame.Frame) []Out {
 		return nil
 	}
 	switch out {
+	case engine.Applied:
+		s.applied.Add(1)
 	case engine.Unreadable:
 		s.report(f.Doc, errors.Join(ErrUnreadable, err))
 	case engine.MissingPredecessor:
@@ -179,6 +181,8 @@ func (s *Session) importSnap(f frame.Frame) {
 		return
 	}
 	switch {
+	case out == engine.Applied:
+		s.applied.Add(1)
 	case out == engine.Unreadable:
 		s.report(f.Doc, errors.Join(ErrUnreadable, err))
 	case out == engine.Refused:

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
@@ -178,7 +179,13 @@ type Session struct {
 
 	mu        sync.Mutex
 	unflushed map[string][]byte // doc -> version before its first unsent local edit
+	applied   atomic.Int64      // the peer's changes and snapshots this session applied
 }
+
+// Applied returns how many of the peer's changes and snapshots (deltas,
+// snaps and media-path snapshots) this session has applied: the
+// "documents received" a progress line shows.
+func (s *Session) Applied() int { return int(s.applied.Load()) }
 
 // Options configures a [Session].
 type Options struct {

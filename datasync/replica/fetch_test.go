@@ -65,3 +65,20 @@ func TestFailedSendReported(t *testing.T) {
 		t.Fatalf("reports %v", reports)
 	}
 }
+
+// Stats counts the documents a link sent and the peer's changes it applied.
+func TestLinkStats(t *testing.T) {
+	ca, cb := testnet.Pipe("a", "b")
+	a, b := newSide(t, "a", ca, 0), newSide(t, "b", cb, 0)
+	_ = a.kv.Set("notes", "k", []byte("v"))
+	_ = a.kv.Set("todo", "k", []byte("v"))
+	stop := run(t, a, b)
+	defer stop()
+	waitFor(t, "sync", func() bool { return b.kv.Has("todo") && len(b.kv.Values("todo")) == 1 && len(b.kv.Values("notes")) == 1 })
+	if sa, sb := a.link.Stats(), b.link.Stats(); sa.Sent < 2 || sb.Received < 2 || sb.Received > sa.Sent {
+		t.Fatalf("a %+v, b %+v", sa, sb)
+	}
+	if s := b.link.Stats(); s.Sent != 0 {
+		t.Fatalf("b sent %d documents it did not hold", s.Sent)
+	}
+}

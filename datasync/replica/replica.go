@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-sync/ferry/datasync/attach"
@@ -66,6 +67,8 @@ type Link struct {
 	rx      *media.Receiver
 	wg      sync.WaitGroup
 
+	sent atomic.Int64 // documents sent: deltas, snaps, media-path snapshots
+
 	mu      sync.Mutex
 	owed    []exchange.Out // what a finished media transfer owes, sent by dispatch
 	refused []media.ID     // transfers the receiver refused, told by dispatch
@@ -109,6 +112,19 @@ func NewInSpace(sp *exchange.Space, conn transport.Conn, o Options) *Link {
 		Caps: o.Caps, MaxRecordBytes: o.MaxRecord,
 		Blobs: &attach.Carriage{Fetcher: l.fetcher, Holder: l.holder}})
 	return l
+}
+
+// Stats is what a link has carried so far.
+type Stats struct {
+	// Sent counts documents sent: deltas, snaps and media-path snapshots.
+	Sent int
+	// Received counts the peer's changes and snapshots applied.
+	Received int
+}
+
+// Stats returns what the link has carried so far; safe while it runs.
+func (l *Link) Stats() Stats {
+	return Stats{Sent: int(l.sent.Load()), Received: l.session.Applied()}
 }
 
 // Space returns the link's space (its engine and peer-named count).
@@ -243,6 +259,8 @@ func (l *Link) send(ctx context.Context, outs []exchange.Out) error {
 				err := l.tx.SendData(ctx, media.Purpose{P: media.PurposeSnapshot, Doc: s.Doc}, s.Blob)
 				if err != nil {
 					l.reportSend(ctx, s.Doc, err)
+				} else {
+					l.sent.Add(1)
 				}
 			}()
 			continue
@@ -256,6 +274,8 @@ func (l *Link) send(ctx context.Context, outs []exchange.Out) error {
 			if first == nil {
 				first = err
 			}
+		} else if o.Frame.Kind == frame.KindDelta || o.Frame.Kind == frame.KindSnap {
+			l.sent.Add(1)
 		}
 	}
 	return first
