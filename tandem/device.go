@@ -273,12 +273,38 @@ func (d *Device) BackupKey() (string, bool) {
 func (d *Device) ShowBackupKey() string { return suite.BackupKey(d.us) }
 
 // SetHub connects the device to a hub (§13.1) and saves it. The next Sync
-// uses it. Changing to another account starts the change feed afresh.
+// uses it. A different account than before is a move (§12.4 hub loss, or
+// a new account): the device reads the new hub from nothing and publishes
+// there everything it holds that the hub lacks — home and every
+// collection with its roster — so the user's other devices, moved to the
+// same hub, find everything again.
 func (d *Device) SetHub(ctx context.Context, h Hub) error {
 	if h.IsZero() {
 		return newErr(CodeInvalid, nil, "no hub given")
 	}
+	if old := d.Hub(); !old.IsZero() && !old.Same(h) {
+		if err := d.eng.ResetHub(); err != nil {
+			return newErr(CodeStorage, err, "cannot reset the device for the new hub")
+		}
+	}
 	return d.saveHub(ctx, h)
+}
+
+// MoveToStore is SetHub for an app that brings its own binding
+// (Options.Store): from now on the device syncs through open, starting
+// from nothing there and publishing what that hub lacks (§12.4).
+func (d *Device) MoveToStore(open func(context.Context) (hub.Store, error)) error {
+	if err := d.eng.ResetHub(); err != nil {
+		return newErr(CodeStorage, err, "cannot reset the device for the new hub")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.opts.Store = open
+	if d.store != nil {
+		d.store.Close()
+		d.store = nil
+	}
+	return nil
 }
 
 func (d *Device) saveHub(ctx context.Context, h Hub) error {

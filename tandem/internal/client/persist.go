@@ -226,3 +226,32 @@ func (d *Device) Kept(fn func(id [32]byte)) {
 		}
 	}
 }
+
+// ResetHub forgets everything the device knows of its hub: the cursor, the
+// message index and the folder's existence. It is how a device moves to
+// another hub (§12.4 hub loss, or another account): the next Sync reads the
+// new hub from nothing, and its healing publishes everything the device
+// holds that the new hub lacks: home, every collection's records and
+// roster. Writes, rosters and the outbox are kept.
+func (d *Device) ResetHub() error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return err
+	}
+	for id := range d.msgs {
+		d.delta.Gone = append(d.delta.Gone, id)
+	}
+	d.delta.Cursor, d.delta.CursorSet = nil, true
+	if err := d.commit(); err != nil {
+		return err
+	}
+	d.msgs = map[hub.ID]*msgInfo{}
+	d.order = nil
+	d.byHash = map[[32]byte]hub.ID{}
+	d.cursor = nil
+	d.ensured = false
+	return nil
+}

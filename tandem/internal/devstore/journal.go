@@ -98,7 +98,11 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 			return err
 		}
 	}
-	if d.CursorSet {
+	if d.CursorSet && d.Cursor == nil {
+		if err := exec("DELETE FROM meta WHERE k = ?", KeyCursor); err != nil {
+			return err
+		}
+	} else if d.CursorSet {
 		if err := exec("INSERT INTO meta(k, v) VALUES(?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", KeyCursor, []byte(d.Cursor)); err != nil {
 			return err
 		}
