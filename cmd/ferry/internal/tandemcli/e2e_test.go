@@ -93,7 +93,7 @@ func TestTwoDevicesDovecot(t *testing.T) {
 	a.ok("sync")
 
 	// sync --watch on b prints a's change, then stops on Ctrl-C.
-	watch := exec.Command(ferryBin, "sync", "--watch", "--interval", "1s")
+	watch := exec.Command(ferryBin, "sync", "--watch")
 	watch.Env = []string{"HOME=" + b.home, "FERRY_HOME=" + b.dir, "PATH=" + os.Getenv("PATH")}
 	stdout, err := watch.StdoutPipe()
 	if err != nil {

@@ -154,18 +154,23 @@ func readState(dir string) stateJSON {
 
 // session is an open profile: its directory, settings and device.
 type session struct {
-	dir  string
-	prof profileJSON
-	dev  *tandem.Device
-	log  *os.File
+	dir     string
+	prof    profileJSON
+	dev     *tandem.Device
+	log     *os.File
+	watcher bool   // sync --watch: never asks another process to yield
+	unyield func() // removes this process's yield request
 }
 
 // lockWait is how long a command waits for another ferry process (a
-// sync, say) to let go of the device.
-const lockWait = 5 * time.Second
+// sync, or a sync --watch stepping aside) to let go of the device.
+const lockWait = 15 * time.Second
 
 // open opens the initialized profile's device.
-func (a *app) open(ctx context.Context) (*session, error) {
+func (a *app) open(ctx context.Context) (*session, error) { return a.openAs(ctx, false) }
+
+// openAs opens the device; a watcher does not ask others to yield.
+func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 	dir, _, err := a.profileDir()
 	if err != nil {
 		return nil, err
@@ -174,7 +179,7 @@ func (a *app) open(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{dir: dir, prof: prof}
+	s := &session{dir: dir, prof: prof, watcher: watcher}
 	if err := s.openDevice(ctx, nil); err != nil {
 		return nil, err
 	}
@@ -197,16 +202,24 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 		if err == nil {
 			return nil
 		}
-		if tandem.CodeOf(err) != tandem.CodeLocked || time.Now().After(deadline) {
+		if tandem.CodeOf(err) != tandem.CodeLocked || time.Now().After(deadline) || s.watcher {
 			s.closeLog()
-			if tandem.CodeOf(err) == tandem.CodeLocked {
-				return failf("locked", "another ferry (a sync --watch, say) has the profile %s open: stop it, or use it there", s.dir)
+			s.release()
+			switch {
+			case tandem.CodeOf(err) == tandem.CodeLocked && s.watcher:
+				return failf("locked", "another ferry sync --watch is running on %s: one is enough", s.dir)
+			case tandem.CodeOf(err) == tandem.CodeLocked:
+				return failf("locked", "another ferry command has the profile %s open and did not let go within %s: try again when it is done", s.dir, lockWait)
 			}
 			return err
+		}
+		if s.unyield == nil {
+			s.unyield = requestYield(s.dir)
 		}
 		select {
 		case <-ctx.Done():
 			s.closeLog()
+			s.release()
 			return failf("interrupted", "stopped")
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -241,10 +254,20 @@ func (s *session) closeLog() {
 	}
 }
 
+// release withdraws this process's yield request.
+func (s *session) release() {
+	if s.unyield != nil {
+		s.unyield()
+		s.unyield = nil
+	}
+}
+
 // close closes the device and the log.
 func (s *session) close() {
 	if s.dev != nil {
 		s.dev.Close()
+		s.dev = nil
 	}
 	s.closeLog()
+	s.release()
 }

@@ -16,9 +16,6 @@ const (
 	syncTimeout     = 2 * time.Minute
 	minSyncTimeout  = 5 * time.Second
 	maxSyncTimeout  = time.Hour
-	defaultInterval = 10 * time.Second
-	minInterval     = time.Second
-	maxInterval     = time.Hour
 )
 
 type reportOut struct {
@@ -55,9 +52,8 @@ func (s *session) saveState(err error) {
 }
 
 type syncFlags struct {
-	watch    bool
-	interval time.Duration
-	timeout  time.Duration
+	watch   bool
+	timeout time.Duration
 }
 
 func (a *app) syncCmd() *cobra.Command {
@@ -68,19 +64,18 @@ func (a *app) syncCmd() *cobra.Command {
 		Short:   "Send this device's changes and get everyone else's",
 		Long: `Sync with the mail account: send what this device wrote, and merge what
 the other devices and the people you share with wrote. With --watch, ferry
-keeps syncing every --interval (default 10s) and prints the changes that
-arrive from elsewhere, until Ctrl-C; between rounds the profile is free for
-other ferry commands. With --json, --watch prints one JSON object a line.`,
+stays connected (IMAP IDLE, JMAP push or polling), syncs as soon as anything
+changes, reconnects when the account comes back, and prints the changes that
+arrive from elsewhere, until Ctrl-C. Other ferry commands on the same profile
+still work meanwhile: the watcher steps aside while they run. With --json,
+--watch prints one JSON object a line.`,
 		Args: args(0, 0, ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if f.timeout < minSyncTimeout || f.timeout > maxSyncTimeout {
 				return usagef("--timeout %s is out of range: give 5s to 1h", f.timeout)
 			}
-			if c.Flags().Changed("interval") && !f.watch {
-				return usagef("--interval applies only with --watch")
-			}
-			if f.interval < minInterval || f.interval > maxInterval {
-				return usagef("--interval %s is out of range: give 1s to 1h", f.interval)
+			if c.Flags().Changed("timeout") && f.watch {
+				return usagef("--timeout applies to one sync, not to --watch")
 			}
 			if f.watch {
 				return a.watch(c, f)
@@ -102,7 +97,6 @@ other ferry commands. With --json, --watch prints one JSON object a line.`,
 		},
 	}
 	c.Flags().BoolVarP(&f.watch, "watch", "w", false, "keep syncing and print changes as they arrive, until Ctrl-C")
-	c.Flags().DurationVar(&f.interval, "interval", defaultInterval, "with --watch: time between syncs (1s to 1h)")
 	c.Flags().DurationVar(&f.timeout, "timeout", syncTimeout, "give one sync this long (5s to 1h)")
 	return a.flags(c, true)
 }

@@ -140,92 +140,143 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// watch syncs every interval until ctx ends (Ctrl-C), printing what each
-// sync brought. The device is open only while it syncs, so that other
-// ferry commands can use the profile in between.
+// watchTick is how often sync --watch looks at the device's status and
+// at other commands' requests to use the profile.
+const watchTick = 200 * time.Millisecond
+
+// watch keeps the device in sync with tandem's Run until ctx ends
+// (Ctrl-C), printing what arrives from elsewhere. While another ferry
+// command wants the profile, it closes the device and waits.
 func (a *app) watch(c *cobra.Command, f syncFlags) error {
 	ctx := c.Context()
 	w := c.OutOrStdout()
 	if !a.json {
-		fmt.Fprintf(w, "Syncing every %s; Ctrl-C stops.\n", f.interval)
+		fmt.Fprintln(w, "Watching for changes; Ctrl-C stops.")
 	}
-	var lastErr string
+	st := &watchState{}
 	for {
-		err := a.watchRound(ctx, w, f.timeout)
-		switch {
-		case ctx.Err() != nil:
+		err := a.watchOpen(ctx, w, st)
+		if ctx.Err() != nil {
 			if !a.json {
 				fmt.Fprintln(w, "Stopped.")
 			}
 			return nil
-		case err != nil && !retryable(err):
-			return err
-		case err != nil:
-			if msg := classify(err).Msg; msg != lastErr {
-				a.watchNote(w, "error", classify(err))
-				lastErr = msg
-			}
-		case lastErr != "":
-			a.watchNote(w, "ok", &Error{Msg: "Back online: syncing again."})
-			lastErr = ""
 		}
+		if err != nil {
+			return err
+		}
+		waitYield(ctx, st.dir)
+	}
+}
+
+// waitYield waits while another command has asked for the profile.
+func waitYield(ctx context.Context, dir string) {
+	for yieldRequested(dir) && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			if !a.json {
-				fmt.Fprintln(w, "Stopped.")
-			}
-			return nil
-		case <-time.After(f.interval):
+		case <-time.After(watchTick):
 		}
 	}
 }
 
-// retryable reports whether sync --watch goes on after err: the hub may
-// come back; a revoked credential or a broken profile needs the person.
-func retryable(err error) bool {
-	switch classify(err).Kind {
-	case "offline", "locked":
-		return true
-	}
-	return false
+// watchState is what sync --watch remembers across reopenings.
+type watchState struct {
+	dir      string
+	online   bool
+	lastNote string
+	lastSync time.Time
 }
 
-func (a *app) watchNote(w io.Writer, kind string, e *Error) {
-	if a.json {
-		emit(w, map[string]any{"time": time.Now().UTC(), "what": kind, "kind": e.Kind, "message": e.Msg})
-		return
-	}
-	fmt.Fprintln(w, e.Msg)
-}
-
-// watchRound opens the device, syncs once and prints the changes.
-func (a *app) watchRound(ctx context.Context, w io.Writer, timeout time.Duration) error {
-	s, err := a.open(ctx)
+// watchOpen opens the device and runs it until ctx ends, Run stops, or
+// another command asks for the profile (then it returns nil).
+func (a *app) watchOpen(ctx context.Context, w io.Writer, st *watchState) error {
+	s, err := a.openAs(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	st.dir = s.dir
+	if s.dev.Hub().IsZero() {
+		return failf("no_hub", "this device is not connected to a mail account yet: run ferry connect")
+	}
 	before, err := takeSnapshot(s.dev)
 	if err != nil {
 		return err
 	}
-	rep, err := a.syncOnce(ctx, s, timeout)
-	if err != nil {
-		return err
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- s.dev.Run(runCtx) }()
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				s.saveState(err)
+			}
+			return err
+		case <-s.dev.Changed():
+			after, err := takeSnapshot(s.dev)
+			if err != nil {
+				stop()
+				<-done
+				return err
+			}
+			a.printChanges(w, diff(before, after, time.Now().UTC()))
+			before = after
+		case <-tick.C:
+			a.watchStatus(w, s, st)
+			if yieldRequested(s.dir) {
+				stop()
+				<-done
+				return nil
+			}
+		}
 	}
-	if rep.Applied == 0 {
-		return nil
-	}
-	after, err := takeSnapshot(s.dev)
-	if err != nil {
-		return err
-	}
-	for _, ch := range diff(before, after, time.Now().UTC()) {
+}
+
+func (a *app) printChanges(w io.Writer, chs []change) {
+	for _, ch := range chs {
 		if a.json {
 			emit(w, ch)
 		} else {
 			fmt.Fprintln(w, ch)
 		}
 	}
-	return nil
+}
+
+// watchStatus prints going offline and coming back, and records syncs
+// for ferry status.
+func (a *app) watchStatus(w io.Writer, s *session, st *watchState) {
+	status := s.dev.Status()
+	if status.LastSync.After(st.lastSync) {
+		st.lastSync = status.LastSync
+		s.saveState(nil)
+	}
+	switch {
+	case status.Online && !st.online:
+		st.online = true
+		a.note(w, st, "online", &Error{Kind: "online", Msg: "Connected: changes from elsewhere appear here as they arrive."})
+	case !status.Online && status.Offline && st.online:
+		st.online = false
+		e := classify(status.Err)
+		if status.Err == nil {
+			e = &Error{Kind: "offline", Msg: "The sync hub can't be reached; everything keeps working here and syncs when it's back."}
+		}
+		s.saveState(e)
+		a.note(w, st, "offline", e)
+	}
+}
+
+func (a *app) note(w io.Writer, st *watchState, what string, e *Error) {
+	if e.Msg == st.lastNote {
+		return
+	}
+	st.lastNote = e.Msg
+	if a.json {
+		emit(w, map[string]any{"time": time.Now().UTC(), "what": what, "kind": e.Kind, "message": e.Msg})
+		return
+	}
+	fmt.Fprintln(w, e.Msg)
 }
