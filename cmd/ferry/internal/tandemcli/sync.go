@@ -13,9 +13,9 @@ import (
 
 // Bounds of one sync, and of sync --watch's poll interval.
 const (
-	syncTimeout     = 2 * time.Minute
-	minSyncTimeout  = 5 * time.Second
-	maxSyncTimeout  = time.Hour
+	syncTimeout    = 2 * time.Minute
+	minSyncTimeout = 5 * time.Second
+	maxSyncTimeout = time.Hour
 )
 
 type reportOut struct {
