@@ -74,7 +74,9 @@ func TestLinkStats(t *testing.T) {
 	_ = a.kv.Set("todo", "k", []byte("v"))
 	stop := run(t, a, b)
 	defer stop()
-	waitFor(t, "sync", func() bool { return b.kv.Has("todo") && len(b.kv.Values("todo")) == 1 && len(b.kv.Values("notes")) == 1 })
+	waitFor(t, "sync", func() bool {
+		return b.kv.Has("todo") && len(b.kv.Values("todo")) == 1 && len(b.kv.Values("notes")) == 1
+	})
 	if sa, sb := a.link.Stats(), b.link.Stats(); sa.Sent < 2 || sb.Received < 2 || sb.Received > sa.Sent {
 		t.Fatalf("a %+v, b %+v", sa, sb)
 	}
