@@ -71,6 +71,10 @@
 //	one payload form; part < parts; strict JSON               10.5         DecodeFragment
 //	duplicates harmless, versions held apart, assembly
 //	  used only if its hash is the snapshot commitment         8.3, 10.5    fragmentStore, Chain.AddFragment, Roster.WithInventory
+//	fragment of another epoch than its channel rejected       8.3          Chain.AddFragmentIn (ErrNotEpoch)
+//	fragment memory bounded by bytes received; groups,
+//	  versions and search bounded; completing part always used 10.5, 10.6   fragmentStore (ErrLimit: read again later)
+//	data write with a zero ref rejected (only a genesis)      7.1, 9.1     Chain.checkWriteShape (ErrRef)
 //
 // Where the draft is silent, the decisions are recorded in
 // docs/decisions/tandem-roster-statement-json.md (statement JSON and the

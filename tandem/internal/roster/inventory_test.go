@@ -217,7 +217,8 @@ func TestAssemblyWithJunk(t *testing.T) {
 
 func TestFragmentLimits(t *testing.T) {
 	w := newWorld(t)
-	c := NewChain(w.coll, Options{Limits: Limits{MaxVersions: 2, MaxFragmentBytes: 100}})
+	room := groupCost + 2*versionCost + 3 // one group, two 1-byte versions and a little
+	c := NewChain(w.coll, Options{Limits: Limits{MaxVersions: 2, MaxFragmentBytes: room}})
 	f := &Fragment{Epoch: w.e1, Part: 0, Parts: 2, Bytes: []byte{1}}
 	check(t, c.AddFragment(f))
 	check(t, c.AddFragment(f)) // identical: harmless
@@ -225,6 +226,9 @@ func TestFragmentLimits(t *testing.T) {
 	wantIs(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: 0, Parts: 2, Bytes: []byte{3}}), ErrLimit)
 	wantIs(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: 1, Parts: 2, Bytes: make([]byte, 200)}), ErrLimit)
 	wantIs(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: 2, Parts: 2, Bytes: []byte{1}}), ErrRejected, ErrFragment)
+	if err := c.AddFragment(&Fragment{Epoch: w.e1, Part: 1, Parts: 2, Bytes: []byte{3}}); errors.Is(err, ErrRejected) {
+		t.Fatalf("a limit is not a rejection: %v", err)
+	}
 
 	// A hash mismatch is rejected before use.
 	c = chainOf(t, w.r0)
@@ -238,23 +242,16 @@ func TestFragmentLimits(t *testing.T) {
 		t.Fatal("unverified inventory kept")
 	}
 
-	// Too many different versions to try: no assembly, no error.
-	c = NewChain(w.coll, Options{Limits: Limits{MaxAssemblyTries: 3, MaxVersions: 4}})
-	for _, s := range w.r1.Statements() {
-		check(t, c.Add(s, Origin{}))
+	// The product of a group's version counts stays within the try
+	// budget, so an exhaustive search always finishes.
+	c = NewChain(w.coll, Options{Limits: Limits{MaxAssemblyTries: 4, MaxVersions: 4}})
+	for p := 0; p < 2; p++ {
+		for v := 0; v < 2; v++ {
+			check(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: p, Parts: 3, Bytes: []byte{byte(v)}}))
+		}
 	}
-	good, err := Split(w.e1, w.rmChange.Inventory.Bytes(), 0)
-	check(t, err)
-	if len(good) != 1 {
-		t.Fatal("setup")
-	}
-	for i := 0; i < 3; i++ {
-		check(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: 0, Parts: 1, Bytes: []byte{byte(i)}}))
-	}
-	check(t, c.AddFragment(good[0]))
-	if r, _ := c.Roster(); func() bool { _, ok := r.Inventory(w.e1); return ok }() {
-		t.Fatal("assembly exceeded the try budget")
-	}
+	wantIs(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: 0, Parts: 3, Bytes: []byte{9}}), ErrLimit)
+	check(t, c.AddFragment(&Fragment{Epoch: w.e1, Part: 2, Parts: 3, Bytes: []byte{9}})) // a first version: ×1
 }
 
 func TestDecodeFragmentRejects(t *testing.T) {

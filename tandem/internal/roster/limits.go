@@ -14,15 +14,25 @@ type Limits struct {
 	// MaxHeldStatements bounds statements held without a known parent, and
 	// statements held before the genesis is known. Default 4096.
 	MaxHeldStatements int
-	// MaxFragmentBytes bounds the fragment bytes held for inventories not
-	// yet assembled, over all epochs. Default 64 MiB (§10.6).
+	// MaxFragmentBytes bounds the memory held for inventory fragments not
+	// yet assembled, over all epochs: each version held is charged its
+	// bytes plus a small fixed cost, each (epoch, parts) group another;
+	// nothing is charged or allocated for the parts a fragment only
+	// claims. Default 64 MiB (§10.6).
 	MaxFragmentBytes int
-	// MaxVersions bounds the different versions held for one fragment
-	// index of one epoch. Default 4.
+	// MaxVersions bounds the different versions held for one index of one
+	// (epoch, parts) group. Default 4.
 	MaxVersions int
-	// MaxAssemblyTries bounds how many combinations of versions one
-	// assembly attempt hashes. Default 1024.
+	// MaxAssemblyTries bounds, for each (epoch, parts) group, the product
+	// of its indices' version counts, so that an exhaustive search of a
+	// group hashes at most this many candidates and always finishes within
+	// this budget. Default 1024.
 	MaxAssemblyTries int
+	// MaxGroupsPerEpoch bounds the distinct parts counts held for one
+	// epoch, MaxGroups the distinct (epoch, parts) pairs over all epochs.
+	// Defaults 8 and 64.
+	MaxGroupsPerEpoch int
+	MaxGroups         int
 	// MaxParts bounds the parts count a fragment may claim. Default 65536.
 	MaxParts int
 }
@@ -35,6 +45,8 @@ const (
 	DefaultMaxVersions       = 4
 	DefaultMaxAssemblyTries  = 1024
 	DefaultMaxParts          = 1 << 16
+	DefaultMaxGroupsPerEpoch = 8
+	DefaultMaxGroups         = 64
 )
 
 func (l Limits) withDefaults() Limits {
@@ -51,6 +63,8 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxVersions, DefaultMaxVersions)
 	def(&l.MaxAssemblyTries, DefaultMaxAssemblyTries)
 	def(&l.MaxParts, DefaultMaxParts)
+	def(&l.MaxGroupsPerEpoch, DefaultMaxGroupsPerEpoch)
+	def(&l.MaxGroups, DefaultMaxGroups)
 	return l
 }
 
