@@ -40,6 +40,11 @@ type Options struct {
 	Store func(ctx context.Context) (hub.Store, error)
 	// Logger receives the device's log records; nil means slog.Default().
 	Logger *slog.Logger
+	// HoldFor is how long items waiting for a missing roster statement or
+	// inventory are kept (§9.4); zero means 30 days. Then they are evicted
+	// locally and read from the hub again later; their hub messages are
+	// never destroyed because of it.
+	HoldFor time.Duration
 }
 
 // Device is one installation of a Tandem user (§5.3): the user's identity,
@@ -193,7 +198,7 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 	if err != nil {
 		return newErr(CodeStorage, err, "the device's database is damaged")
 	}
-	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db})
+	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db, HoldFor: d.opts.HoldFor})
 	if err != nil {
 		return newErr(CodeInternal, err, "cannot start the device")
 	}

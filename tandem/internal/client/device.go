@@ -63,7 +63,15 @@ type Config struct {
 	HLC suite.HLC
 	// Journal persists every change; nil keeps the device in memory.
 	Journal Journal
+	// HoldFor is how long a message waiting for a missing roster statement
+	// or inventory is kept (§9.4 holding limits); zero means
+	// DefaultHoldFor. After that it is evicted locally and read from the
+	// hub again later; its hub message is never destroyed for it.
+	HoldFor time.Duration
 }
+
+// DefaultHoldFor is the §9.4 default holding limit.
+const DefaultHoldFor = 30 * 24 * time.Hour
 
 // Device is one installation of one user (§5.3, §6): the identity derived
 // from the user secret, a device ID of its own, an HLC, the merged state of
@@ -84,6 +92,7 @@ type Device struct {
 	name    string
 	maxHeld int
 	batch   int
+	holdFor time.Duration
 
 	syncMu sync.Mutex // one Sync at a time
 
@@ -197,6 +206,10 @@ func New(cfg Config) (*Device, error) {
 	}
 	if d.batch <= 0 {
 		d.batch = DefaultFetchBatch
+	}
+	d.holdFor = cfg.HoldFor
+	if d.holdFor <= 0 {
+		d.holdFor = DefaultHoldFor
 	}
 	if d.now == nil {
 		d.now = time.Now

@@ -73,8 +73,11 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 	}
 	err = d.push(ctx, s, rep)
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.evictHeld() > 0 && err == nil {
+		err = d.commitSynced()
+	}
 	rep.Held = len(d.held)
-	d.mu.Unlock()
 	return rep, err
 }
 
@@ -193,6 +196,30 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	d.delta.Cursor, d.delta.CursorSet = ch.Cursor, true
 	d.compact()
 	return d.commitSynced()
+}
+
+// evictHeld drops held messages older than the holding limit (§9.4): they
+// are marked unread, so a later Sync that finds them still on the hub
+// fetches and judges them again, holding them afresh. Nothing is destroyed
+// on the hub. It reports how many it evicted. d.mu is held.
+func (d *Device) evictHeld() int {
+	cutoff := d.now().Add(-d.holdFor)
+	kept := d.held[:0]
+	n := 0
+	for _, h := range d.held {
+		if h.seen.Before(cutoff) {
+			d.delta.HeldDel = append(d.delta.HeldDel, h.id)
+			d.mark(h.id, MsgTodo)
+			n++
+			continue
+		}
+		kept = append(kept, h)
+	}
+	d.held = kept
+	if n > 0 {
+		d.log.Info("tandem/client: evicted held messages past the holding limit", "n", n, "limit", d.holdFor)
+	}
+	return n
 }
 
 // healAfterPull runs healing (§12.2) after a full pull: if the hub lacks
