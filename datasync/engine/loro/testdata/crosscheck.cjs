@@ -11,6 +11,9 @@
 //        make a document as peer n, apply the steps, export its updates,
 //        then import the given blobs (Go's updates); also load the given
 //        snapshot into a fresh document; answer their JSON and versions
+//   {"mode": "read", "snapshots": {doc: base64}}
+//        load each snapshot into a fresh document and answer, per
+//        document, its JSON and its own re-export as a snapshot (hex)
 "use strict";
 const { LoroDoc, VersionVector } = require("loro-crdt");
 
@@ -145,6 +148,20 @@ function interop(req) {
   };
 }
 
+function read(req) {
+  const out = {};
+  for (const [name, b64] of Object.entries(req.snapshots)) {
+    const d = new LoroDoc();
+    d.import(new Uint8Array(Buffer.from(b64, "base64")));
+    out[name] = {
+      json: JSON.stringify(canon(d.toJSON())),
+      snapshot: hex(d.export({ mode: "snapshot" })),
+      version: vvOf(d),
+    };
+  }
+  return out;
+}
+
 let input = "";
 process.stdin.on("data", (c) => { input += c; });
 process.stdin.on("end", () => {
@@ -152,6 +169,7 @@ process.stdin.on("end", () => {
   let out;
   if (req.mode === "corpus") out = req.scenarios.map(runScenario);
   else if (req.mode === "interop") out = interop(req);
+  else if (req.mode === "read") out = read(req);
   else throw new Error("unknown mode " + req.mode);
   process.stdout.write(JSON.stringify(out));
 });
