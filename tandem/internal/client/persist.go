@@ -255,3 +255,32 @@ func (d *Device) ResetHub() error {
 	d.ensured = false
 	return nil
 }
+
+// MessageCounts counts the messages the device knows in the folder for
+// collection c, in the channel of its current epoch: record-state messages
+// by record, and roster messages.
+func (d *Device) MessageCounts(c CollectionID) (perRecord map[[16]byte]int, rosterMsgs int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	perRecord = map[[16]byte]int{}
+	coll := d.colls[c]
+	if coll == nil {
+		return perRecord, 0
+	}
+	ch, err := d.currentChannel(coll)
+	if err != nil {
+		return perRecord, 0
+	}
+	for _, m := range d.msgs {
+		if m.channel != ch.tag {
+			continue
+		}
+		switch m.kind {
+		case kindRecord:
+			perRecord[m.rec]++
+		case kindRoster:
+			rosterMsgs++
+		}
+	}
+	return perRecord, rosterMsgs
+}

@@ -213,6 +213,13 @@ func (d *Device) heal(dry bool) (records, statements int) {
 			}
 		}
 	}
+	for _, m := range d.outbox { // queued, not yet published
+		if m.kind == kindRoster {
+			for _, id := range m.ids {
+				rosterOnHub[id] = true
+			}
+		}
+	}
 	var queue []outMsg
 	missing := func(channel string, st *record.State) {
 		for rec := range st.Records() {
