@@ -1,0 +1,219 @@
+package tandem
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
+)
+
+// Benchmarks against real servers (docs/benchmarks/tandem-device.md).
+//
+//	BenchmarkFirstSync/device vs /raw-fetch: a new device's first sync of a
+//	collection of 10,000 records (100,000 writes in record-state messages)
+//	from Dovecot — fetch, verify, merge, persist — vs fetching the same
+//	messages with the binding alone.
+//	BenchmarkNotify/<server>: device A's write → device B's change
+//	notification under Run, next to a bare Watch on the same server seeing
+//	the same append (p50/p95 as metrics).
+
+var (
+	firstOnce sync.Once
+	firstKey  string
+	firstErr  error
+	firstHub  Hub
+	firstColl CollectionID
+)
+
+func firstSyncSource(b *testing.B) (Hub, string) {
+	firstOnce.Do(func() {
+		addr := realtest.Getenv("FERRY_DOVECOT_ADDR")
+		if addr == "" {
+			firstErr = fmt.Errorf("no Dovecot")
+			return
+		}
+		host, port, _ := strings.Cut(addr, ":")
+		var p int
+		fmt.Sscan(port, &p)
+		firstHub = IMAPHub(host, p, "grace", "gracepw")
+		cfg := imaphub.Config{Addr: addr, User: "grace", Password: "gracepw"}
+		ctx := context.Background()
+		s, err := imaphub.Open(ctx, cfg)
+		if err != nil {
+			firstErr = err
+			return
+		}
+		defer s.Close()
+		s.EnsureFolder(ctx)
+		ch, _ := s.Changes(ctx, nil)
+		var ids []hub.ID
+		for _, a := range ch.Added {
+			ids = append(ids, a.ID)
+		}
+		s.Destroy(ctx, ids)
+		dir, _ := osMkdirTemp()
+		d, err := Open(ctx, filepath.Join(dir, "src"), Options{Name: "Bench", Hub: firstHub, Logger: quiet()})
+		if err != nil {
+			firstErr = err
+			return
+		}
+		defer d.Close()
+		d.db.SQL().Exec("PRAGMA synchronous = OFF") // setup only
+		firstColl, _ = d.NewCollection("Big")
+		val := make([]byte, 16)
+		for i := 0; i < benchRecords; i++ {
+			var id RecordID
+			rand.Read(id[:])
+			for f := 0; f < benchFields; f++ {
+				rand.Read(val)
+				d.Set(firstColl, id, fmt.Sprintf("f%d", f), val)
+			}
+		}
+		_, firstErr = d.Sync(ctx)
+		firstKey = d.ShowBackupKey()
+	})
+	if firstErr != nil {
+		realtest.Unavailable(b, firstErr.Error())
+	}
+	return firstHub, firstKey
+}
+
+func BenchmarkFirstSync(b *testing.B) {
+	h, key := firstSyncSource(b)
+	b.Run("device", func(b *testing.B) {
+		for b.Loop() {
+			d, err := Restore(context.Background(), filepath.Join(b.TempDir(), "dev"), key, Options{Hub: h, Logger: quiet()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rep, err := d.Sync(context.Background())
+			if err != nil || rep.Fetched < benchRecords {
+				b.Fatalf("%v %+v", err, rep)
+			}
+			b.StopTimer()
+			d.release()
+			b.StartTimer()
+		}
+	})
+	b.Run("raw-fetch", func(b *testing.B) {
+		cfg := imaphub.Config{Addr: hubAddr(h), User: h.user, Password: h.password}
+		for b.Loop() {
+			s, err := imaphub.Open(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ch, err := s.Changes(context.Background(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ids []hub.ID
+			for _, a := range ch.Added {
+				ids = append(ids, a.ID)
+			}
+			for i := 0; i < len(ids); i += 256 {
+				if _, err := s.Fetch(context.Background(), ids[i:min(i+256, len(ids))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s.Close()
+		}
+	})
+}
+
+func hubAddr(h Hub) string { return fmt.Sprintf("%s:%d", h.host, h.port) }
+
+// BenchmarkNotify measures A's write → B's Changed under Run on Dovecot
+// (IMAP IDLE), next to a bare Watch of the binding seeing A's append.
+func BenchmarkNotify(b *testing.B) {
+	addr := realtest.Getenv("FERRY_DOVECOT_ADDR")
+	if addr == "" {
+		realtest.Unavailable(b, "no Dovecot")
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	h := IMAPHub(host, p, "heidi", "heidipw")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := b.TempDir()
+	a, err := Open(ctx, filepath.Join(dir, "a"), Options{Hub: h, Logger: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	c, _ := a.NewCollection("Notify")
+	a.Sync(ctx)
+	bd, err := Restore(ctx, filepath.Join(dir, "b"), a.ShowBackupKey(), Options{Hub: h, Logger: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bd.Close()
+	bd.Sync(ctx)
+	// A bare watcher on the same account: the server's own push time.
+	raw, err := imaphub.Open(ctx, imaphub.Config{Addr: addr, User: "heidi", Password: "heidipw"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	rawSeen := make(chan time.Time, 64)
+	go raw.Watch(ctx, func() {
+		select {
+		case rawSeen <- time.Now():
+		default:
+		}
+	})
+	go bd.Run(ctx)
+	time.Sleep(time.Second)
+	for len(rawSeen) > 0 {
+		<-rawSeen
+	}
+	id, _ := a.NewRecord(c, map[string][]byte{"n": []byte("0")})
+	a.Sync(ctx)
+	var ferry, server []time.Duration
+	for i := 0; b.Loop(); i++ {
+		time.Sleep(200 * time.Millisecond) // let both watchers go idle
+		for len(rawSeen) > 0 {
+			<-rawSeen
+		}
+		changed := bd.Changed()
+		a.SetString(c, id, "n", fmt.Sprint(i))
+		start := time.Now()
+		if _, err := a.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-changed:
+			ferry = append(ferry, time.Since(start))
+		case <-time.After(30 * time.Second):
+			b.Fatal("B not notified")
+		}
+		select {
+		case t := <-rawSeen:
+			server = append(server, t.Sub(start))
+		case <-time.After(5 * time.Second):
+		}
+	}
+	report(b, "ferry", ferry)
+	report(b, "server", server)
+}
+
+func report(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, name+"-p50-ms")
+	b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, name+"-p95-ms")
+}
+
+func osMkdirTemp() (string, error) { return os.MkdirTemp("", "tandem-bench-") }
