@@ -15,6 +15,9 @@ type RelayOptions struct {
 	Unsubscribe func(OwnerID)
 	// Broadcast receives a Broadcast message of the stored messages.
 	Broadcast func(OwnerID, []byte)
+	// Listeners, when set, reports whether a Broadcast for the owner would
+	// reach anyone; when it reports false the message is not built.
+	Listeners func(OwnerID) bool
 	// TotalMaxSize and RangesMaxSize default to the protocol defaults.
 	TotalMaxSize  int
 	RangesMaxSize int
@@ -115,7 +118,7 @@ func ApplyAsRelay(ctx context.Context, st RelayStorage, input []byte, opts Relay
 			log.ErrorContext(ctx, "evolu relay: write messages", "owner", owner.String(), "err", err)
 			return errorReply(WriteError)
 		}
-		if opts.Broadcast != nil {
+		if opts.Broadcast != nil && (opts.Listeners == nil || opts.Listeners(owner)) {
 			broadcastStored(owner, m.Messages, opts, log, ctx)
 		}
 	}

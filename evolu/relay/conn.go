@@ -136,12 +136,13 @@ func (s *Server) admit(remote string) (int, string) {
 	switch {
 	case s.closed:
 		return http.StatusServiceUnavailable, "shutting down"
-	case len(s.conns) >= s.cfg.MaxConns:
+	case s.open >= s.cfg.MaxConns:
 		return http.StatusServiceUnavailable, "connection limit"
 	case s.cfg.MaxConnsPerAddr > 0 && s.byAddr[remote] >= s.cfg.MaxConnsPerAddr:
 		return http.StatusTooManyRequests, "per-address connection limit"
 	}
 	s.byAddr[remote]++
+	s.open++
 	return 0, ""
 }
 
@@ -234,6 +235,7 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
 
 // release forgets one connection of remote; s.mu is held.
 func (s *Server) release(remote string) {
+	s.open--
 	if s.byAddr[remote]--; s.byAddr[remote] <= 0 {
 		delete(s.byAddr, remote)
 	}

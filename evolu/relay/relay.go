@@ -45,7 +45,8 @@ type Server struct {
 	mu     sync.Mutex
 	subs   map[protocol.OwnerID]map[*conn]struct{}
 	conns  map[*conn]struct{}
-	byAddr map[string]int // open connections per remote IP
+	byAddr map[string]int // admitted connections per remote IP
+	open   int            // admitted connections
 	closed bool           // Shutdown has begun: no new connections
 	// locks serialize the requests of one owner: an owner always maps to
 	// the same stripe, so memory stays bounded however many owners come.
@@ -152,6 +153,7 @@ func (s *Server) apply(ctx context.Context, c *conn, req []byte) ([]byte, error)
 				s.fanout.publish(ctx, o, msg)
 			}
 		},
+		Listeners: func(o protocol.OwnerID) bool { return s.fanout != nil || s.hasListeners(o, c) },
 		OnError: func(o protocol.OwnerID, code protocol.ErrorCode) {
 			s.metrics.errors.WithLabelValues(code.String()).Inc()
 			switch code {
@@ -207,6 +209,16 @@ func (s *Server) removeSub(o protocol.OwnerID, c *conn) {
 		}
 	}
 	delete(c.owners, o)
+}
+
+// hasListeners reports whether a connection other than from is subscribed
+// to o.
+func (s *Server) hasListeners(o protocol.OwnerID, from *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.subs[o]
+	_, self := m[from]
+	return len(m) > 1 || len(m) == 1 && !self
 }
 
 func (s *Server) broadcast(o protocol.OwnerID, from *conn, msg []byte) {
