@@ -74,7 +74,10 @@ func (a *app) flags(c *cobra.Command, withJSON bool) *cobra.Command {
 func args(min, max int, names string) cobra.PositionalArgs {
 	return func(c *cobra.Command, as []string) error {
 		if len(as) < min || max >= 0 && len(as) > max {
-			return usagef("usage: ferry %s %s", c.Name(), names)
+			if names == "" {
+				names = c.Name()
+			}
+			return usagef("usage: ferry %s (see ferry %s --help)", names, c.Name())
 		}
 		return nil
 	}

@@ -44,7 +44,7 @@ credential (within --timeout) before it saves anything, then syncs once.
 The password or token is never a flag's value: it is asked for on the
 terminal, read from --password-file FILE (- for standard input), or taken
 from the FERRY_PASSWORD environment variable.`,
-		Args: args(1, -1, "jmap|imap|paste ..."),
+		Args: args(1, -1, "connect jmap|imap|paste ..."),
 		RunE: func(c *cobra.Command, as []string) error {
 			return usagef("unknown way to connect %q: use ferry connect jmap, imap or paste", as[0])
 		},
@@ -77,7 +77,7 @@ https://api.fastmail.com/jmap/session), or the server's address, whose
 /.well-known/jmap is asked. Without --user the secret is an API token
 (Bearer); with --user it is that user's password.`,
 		Example: "  ferry connect jmap https://api.fastmail.com/jmap/session\n  ferry connect jmap http://127.0.0.1:8008 --user alice --password-file pw.txt",
-		Args:    args(1, 1, "jmap URL"),
+		Args:    args(1, 1, "connect jmap URL"),
 		RunE: func(c *cobra.Command, as []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -126,7 +126,7 @@ func (a *app) connectIMAPCmd() *cobra.Command {
 		Long: `Connect an IMAP account. PORT is 993 (implicit TLS) unless given; a server
 on this machine without TLS needs --security none.`,
 		Example: "  ferry connect imap imap.example.com --user me@example.com\n  ferry connect imap 127.0.0.1:1143 --user alice --security none --password-file pw.txt",
-		Args:    args(1, 1, "imap HOST[:PORT] --user USER"),
+		Args:    args(1, 1, "connect imap HOST[:PORT] --user USER"),
 		RunE: func(c *cobra.Command, as []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -183,7 +183,7 @@ func (a *app) connectPasteCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "paste [FILE]",
 		Short: "Connect the account another device shows with ferry hub qr (its text, from FILE or standard input)",
-		Args:  args(0, 1, "paste [FILE]"),
+		Args:  args(0, 1, "connect paste [FILE]"),
 		RunE: func(c *cobra.Command, as []string) error {
 			if err := f.check(); err != nil {
 				return err

@@ -65,7 +65,7 @@ func (a *app) addCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(tags) > 0 {
+			if c.Flags().Changed("tag") {
 				if err := checkTags(tags); err != nil {
 					return err
 				}
@@ -104,7 +104,7 @@ func (a *app) addCmd() *cobra.Command {
 
 func checkTags(tags []string) error {
 	if len(tags) == 0 {
-		return usagef("give at least one tag")
+		return usagef("a tag is one line of text, not empty")
 	}
 	for _, t := range tags {
 		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "\r\n\x00") {

@@ -29,7 +29,7 @@ func (a *app) hubQRCmd() *cobra.Command {
 		Long: `Show the hub descriptor (tandem.txt §13.1) as a QR code and as text, so that
 a new or restored device can connect the same account (ferry connect paste).
 It holds the account's password or token: ferry asks first, unless --yes.`,
-		Args: args(0, 0, ""),
+		Args: args(0, 0, "hub qr"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := a.open(c.Context())
 			if err != nil {

@@ -89,7 +89,11 @@ func (a *app) confirm(c *cobra.Command, question string) bool {
 		return true
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "%s [y/N] ", question)
-	switch strings.ToLower(strings.TrimSpace(readLine(c.InOrStdin(), 256))) {
+	answer := readLine(c.InOrStdin(), 256)
+	if !isTerminal(c.InOrStdin()) { // the answer's newline was not echoed
+		fmt.Fprintln(c.ErrOrStderr())
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
 		return true
 	}
