@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,16 +10,12 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
-	"github.com/ferry-sync/ferry/datasync/replica"
 	"github.com/ferry-sync/ferry/datasync/transport"
 )
 
@@ -41,19 +36,31 @@ type peerKeyFile struct {
 }
 
 func newPeerKeygenCmd() *cobra.Command {
-	return &cobra.Command{
+	var show bool
+	cmd := &cobra.Command{
 		Use:   "keygen KEYFILE",
-		Short: "Create a static key pair and print its public key",
+		Short: "Create a static key pair and print its public key (--show: print an existing one's)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if show {
+				k, err := loadPeerKey(args[0])
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), hex.EncodeToString(k.Public))
+				return err
+			}
 			k, err := transport.GenerateKey()
 			if err != nil {
 				return err
 			}
 			b, _ := json.Marshal(peerKeyFile{Private: hex.EncodeToString(k.Private), Public: hex.EncodeToString(k.Public)})
 			f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("key file %s exists; print its public key with 'ferry peer keygen --show %s'", args[0], args[0])
+			}
 			if err != nil {
-				return err
+				return fmt.Errorf("key file %s: %w", args[0], err)
 			}
 			if _, err := f.Write(b); err != nil {
 				f.Close()
@@ -66,16 +73,18 @@ func newPeerKeygenCmd() *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&show, "show", false, "print the public key of the existing KEYFILE instead of creating one")
+	return cmd
 }
 
 func loadPeerKey(path string) (transport.Key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return transport.Key{}, err
+		return transport.Key{}, fmt.Errorf("key file %s cannot be read (%v); create one with 'ferry peer keygen %s'", path, errors.Unwrap(err), path)
 	}
 	var kf peerKeyFile
 	if err := json.Unmarshal(b, &kf); err != nil {
-		return transport.Key{}, fmt.Errorf("key file %s: %w", path, err)
+		return transport.Key{}, fmt.Errorf("key file %s is not a ferry peer key file", path)
 	}
 	priv, err1 := hex.DecodeString(kf.Private)
 	pub, err2 := hex.DecodeString(kf.Public)
@@ -102,10 +111,21 @@ public key is --peer. One side listens, the other connects. Local edits
 until interrupted, or until every --expect doc/key is present, plus
 --linger), then prints every document as JSON and saves --state.
 
+One space for the process is reused for every connection: the listener
+accepts the peer again after a link ends (and several links at once), and
+the connecting side redials. Progress (connected, documents sent and
+received, links ending) goes to stderr.
+
+It exits non-zero, saying why on stderr, when the inputs are wrong, when
+the connecting side cannot reach the peer within 30 seconds (or --for) of
+starting, when the handshake fails (the address is not a ferry peer, or it
+refused our key), and when an --expect was not met.
+
 With --state, the documents peers have named (the 1,024-document ceiling)
 are saved with them, and STATE.quarantine/ records every peer blob in
 flight to the document engine: a blob that ended the process is refused
-on every later run and reported on stderr.`,
+on every later run and reported on stderr. The directory of --state must
+exist; nothing is created until every input has been checked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -117,7 +137,7 @@ on every later run and reported on stderr.`,
 	f.StringVar(&o.state, "state", "", "file the documents are loaded from and saved to")
 	f.StringArrayVar(&o.sets, "set", nil, "local edit doc/key=value (repeatable)")
 	f.StringArrayVar(&o.expect, "expect", nil, "stop once doc/key is present (repeatable)")
-	f.DurationVar(&o.duration, "for", 0, "run at most this long (0: until interrupted)")
+	f.DurationVar(&o.duration, "for", 0, "run at most this long (default: until interrupted)")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "anti-entropy offer interval")
 	f.DurationVar(&o.linger, "linger", time.Second, "keep syncing this long after --expect is met")
 	_ = cmd.MarkFlagRequired("key")
@@ -125,34 +145,95 @@ on every later run and reported on stderr.`,
 	return cmd
 }
 
-func (o *peerRun) run(cmd *cobra.Command) error {
+// peerInputs is what the flags say, checked: nothing has been created yet.
+type peerInputs struct {
+	self    transport.Key
+	peerPub []byte
+	sets    [][3]string // doc, key, value
+	expect  [][2]string // doc, key
+	state   peerState
+}
+
+// check validates every input before anything is created or bound.
+func (o *peerRun) check(cmd *cobra.Command) (peerInputs, error) {
+	var in peerInputs
 	if (o.listen == "") == (o.connect == "") {
-		return errors.New("exactly one of --listen and --connect")
+		return in, errors.New("give exactly one of --listen ADDR and --connect ADDR")
 	}
-	self, err := loadPeerKey(o.key)
-	if err != nil {
-		return err
+	for _, a := range []string{o.listen, o.connect} {
+		if _, _, err := net.SplitHostPort(a); a != "" && err != nil {
+			return in, fmt.Errorf("address %q is not host:port", a)
+		}
 	}
-	peerPub, err := hex.DecodeString(o.peer)
-	if err != nil || len(peerPub) != 32 {
-		return errors.New("--peer is not a 32-byte hex public key")
+	if cmd.Flags().Changed("for") && o.duration <= 0 {
+		return in, fmt.Errorf("--for %v: give a positive duration such as 30s, or leave it out to run until interrupted", o.duration)
 	}
-	kv, err := engine.NewKV(hex.EncodeToString(self.Public[:8]))
-	if err != nil {
-		return err
+	if o.interval <= 0 {
+		return in, fmt.Errorf("--interval %v: give a positive duration such as 2s", o.interval)
 	}
-	sp := &exchange.Space{Engine: kv,
-		Report: func(r exchange.Report) { fmt.Fprintln(cmd.ErrOrStderr(), "ferry peer: cannot replicate:", r) }}
-	if err := loadPeerState(sp, kv, o.state); err != nil {
-		return err
+	if o.linger < 0 {
+		return in, fmt.Errorf("--linger %v: give zero or a positive duration", o.linger)
+	}
+	var err error
+	if in.self, err = loadPeerKey(o.key); err != nil {
+		return in, err
+	}
+	if in.peerPub, err = hex.DecodeString(o.peer); err != nil || len(in.peerPub) != 32 {
+		return in, errors.New("--peer is not a 32-byte hex public key (print one with 'ferry peer keygen --show KEYFILE')")
+	}
+	if bytes.Equal(in.peerPub, in.self.Public) {
+		return in, errors.New("--peer is this replica's own public key; give the other replica's")
 	}
 	for _, s := range o.sets {
 		doc, key, val, ok := parseDocKey(s, true)
 		if !ok {
-			return fmt.Errorf("--set %q: want doc/key=value", s)
+			return in, fmt.Errorf("--set %q: want doc/key=value", s)
 		}
-		if err := kv.Set(doc, key, []byte(val)); err != nil {
+		in.sets = append(in.sets, [3]string{doc, key, val})
+	}
+	for _, e := range o.expect {
+		doc, key, _, ok := parseDocKey(e, false)
+		if !ok {
+			return in, fmt.Errorf("--expect %q: want doc/key", e)
+		}
+		in.expect = append(in.expect, [2]string{doc, key})
+	}
+	if err := checkStatePath(o.state); err != nil {
+		return in, err
+	}
+	in.state, err = readPeerState(o.state)
+	return in, err
+}
+
+func (o *peerRun) run(cmd *cobra.Command) error {
+	in, err := o.check(cmd)
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if o.listen != "" {
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(cmd.Context(), "tcp", o.listen); err != nil {
+			return fmt.Errorf("cannot listen on %s: %v", o.listen, errors.Unwrap(err))
+		}
+		defer ln.Close()
+	}
+	actor := peerActor(in.state, o.state, in.self.Public)
+	kv, err := engine.NewKV(actor)
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	sp := &exchange.Space{Engine: kv,
+		Report: func(r exchange.Report) { fmt.Fprintln(stderr, "ferry peer: cannot replicate:", r) }}
+	if o.state != "" {
+		if err := restorePeerState(sp, kv, in.state, o.state); err != nil {
 			return err
+		}
+	}
+	for _, s := range in.sets {
+		if err := kv.Set(s[0], s[1], []byte(s[2])); err != nil {
+			return fmt.Errorf("--set %s/%s: %w", s[0], s[1], err)
 		}
 	}
 	ctx := cmd.Context()
@@ -163,81 +244,36 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go o.watchExpect(ctx, kv, stop)
-	err = o.serve(ctx, sp, self, peerPub, cmd)
-	if ctx.Err() == nil && err != nil {
-		return err
+	go o.watchExpect(ctx, kv, in.expect, stop)
+	srv := &peerServer{space: sp, self: in.self, peerPub: in.peerPub, interval: o.interval, log: stderr}
+	var serveErr error
+	if ln != nil {
+		serveErr = srv.listen(ctx, ln)
+	} else {
+		serveErr = srv.dial(ctx, o.connect)
 	}
-	if err := savePeerState(sp, kv, o.state); err != nil {
-		return err
+	if err := savePeerStateAs(sp, kv, o.state, actor); err != nil {
+		return fmt.Errorf("--state %s not saved: %w", o.state, err)
+	}
+	if serveErr != nil {
+		return serveErr
 	}
 	out := map[string]map[string]string{}
 	for _, d := range kv.Docs() {
 		out[d] = kv.Values(d)
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	return enc.Encode(out)
-}
-
-// serve keeps one link to the peer up until ctx ends: listening, or
-// connecting with retries.
-// The one space (sp) outlives every connection, so its peer-named count and
-// quarantine ledger do too.
-func (o *peerRun) serve(ctx context.Context, sp *exchange.Space, self transport.Key, peerPub []byte, cmd *cobra.Command) error {
-	want := transport.KeyID(peerPub)
-	opts := replica.Options{Caps: frame.Caps{engine.KVEncoding.Entry, frame.EntryMedia}, Interval: o.interval}
-	if o.listen != "" {
-		var lc net.ListenConfig
-		ln, err := lc.Listen(ctx, "tcp", o.listen)
-		if err != nil {
-			return err
-		}
-		stopLn := context.AfterFunc(ctx, func() { ln.Close() })
-		defer stopLn()
-		defer ln.Close()
-		for ctx.Err() == nil {
-			c, err := ln.Accept()
-			if err != nil {
-				continue
-			}
-			hctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a silent client must not hold the listener
-			conn, err := transport.Accept(hctx, c, self, func(p []byte) bool { return transport.KeyID(p) == want })
-			cancel()
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "ferry peer:", err)
-				continue
-			}
-			o.runLink(ctx, sp, conn, opts)
-		}
-		return ctx.Err()
+	if err := json.NewEncoder(cmd.OutOrStdout()).Encode(out); err != nil {
+		return err
 	}
-	for ctx.Err() == nil {
-		conn, err := transport.Dial(ctx, o.connect, self, peerPub)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
-		o.runLink(ctx, sp, conn, opts)
+	if missing := missingExpect(kv, in.expect); len(missing) > 0 {
+		return fmt.Errorf("--expect not met: %s never arrived; is the peer running with these edits?", strings.Join(missing, ", "))
 	}
-	return ctx.Err()
+	return nil
 }
 
-func (o *peerRun) runLink(ctx context.Context, sp *exchange.Space, conn transport.Conn, opts replica.Options) {
-	defer conn.Close()
-	l := replica.NewInSpace(sp, conn, opts)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); <-ctx.Done(); conn.Close() }()
-	_ = l.Run(ctx)
-	conn.Close()
-	wg.Wait()
-}
-
-func (o *peerRun) watchExpect(ctx context.Context, kv *engine.KV, stop func()) {
-	if len(o.expect) == 0 {
+// watchExpect stops the run --linger after every --expect is present.
+func (o *peerRun) watchExpect(ctx context.Context, kv *engine.KV, expect [][2]string, stop func()) {
+	if len(expect) == 0 {
 		return
 	}
 	t := time.NewTicker(50 * time.Millisecond)
@@ -248,14 +284,7 @@ func (o *peerRun) watchExpect(ctx context.Context, kv *engine.KV, stop func()) {
 			return
 		case <-t.C:
 		}
-		met := true
-		for _, e := range o.expect {
-			doc, key, _, _ := parseDocKey(e, false)
-			if _, ok := kv.Get(doc, key); !ok {
-				met = false
-			}
-		}
-		if met {
+		if len(missingExpect(kv, expect)) == 0 {
 			select {
 			case <-ctx.Done():
 			case <-time.After(o.linger):
@@ -264,6 +293,16 @@ func (o *peerRun) watchExpect(ctx context.Context, kv *engine.KV, stop func()) {
 			return
 		}
 	}
+}
+
+func missingExpect(kv *engine.KV, expect [][2]string) []string {
+	var missing []string
+	for _, e := range expect {
+		if _, ok := kv.Get(e[0], e[1]); !ok {
+			missing = append(missing, e[0]+"/"+e[1])
+		}
+	}
+	return missing
 }
 
 func parseDocKey(s string, withValue bool) (doc, key, val string, ok bool) {
@@ -276,72 +315,4 @@ func parseDocKey(s string, withValue bool) (doc, key, val string, ok bool) {
 	}
 	key, val, ok = strings.Cut(rest, "=")
 	return doc, key, val, ok && key != ""
-}
-
-// peerState is the --state file: every document's snapshot (base64) and
-// the documents peers named into the space, so the §Bounds ceiling on
-// peer-named documents survives a restart.
-type peerState struct {
-	Docs      map[string]string `json:"docs"`
-	PeerNamed []string          `json:"peer_named"`
-}
-
-// quarantineDir is where --state keeps the crash record of blobs in flight.
-func quarantineDir(state string) string { return state + ".quarantine" }
-
-// loadPeerState loads the documents and the peer-named set into sp (whose
-// engine is kv) and opens the quarantine ledger beside the state file.
-func loadPeerState(sp *exchange.Space, kv *engine.KV, path string) error {
-	if path == "" {
-		return nil
-	}
-	ledger, err := quarantine.OpenDir(quarantineDir(path))
-	if err != nil {
-		return err
-	}
-	sp.Ledger = ledger
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var st peerState
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields() // a file in another layout is an error, not an empty state
-	if err := dec.Decode(&st); err != nil {
-		return fmt.Errorf("state %s: %w", path, err)
-	}
-	for doc, s := range st.Docs {
-		snap, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return fmt.Errorf("state %s: %w", path, err)
-		}
-		if out, err := kv.ImportSnapshot(doc, snap); err != nil {
-			return fmt.Errorf("state %s: document %q: %v: %w", path, doc, out, err)
-		}
-	}
-	sp.RestorePeerNamed(st.PeerNamed)
-	return nil
-}
-
-func savePeerState(sp *exchange.Space, kv *engine.KV, path string) error {
-	if path == "" {
-		return nil
-	}
-	st := peerState{Docs: map[string]string{}, PeerNamed: sp.PeerNamedDocs()}
-	for _, d := range kv.Docs() {
-		snap, err := kv.Snapshot(d)
-		if err != nil {
-			return err
-		}
-		st.Docs[d] = base64.StdEncoding.EncodeToString(snap)
-	}
-	b, _ := json.Marshal(st)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -48,9 +48,14 @@ func TestPeerQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// a's state names the actor the delta above was made with.
+	stateA := filepath.Join(dir, "a.state")
+	if err := os.WriteFile(stateA, []byte(`{"docs":{},"peer_named":[],"actor":"`+pubA[:16]+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
 	a, outA := startPeer(t, "peer", "run", "--key", filepath.Join(dir, "a.key"), "--peer", pubB, "--listen", addr,
-		"--set", "notes/bad=boom", "--set", "todo/ok=yes", "--expect", "todo/from-b",
+		"--state", stateA, "--set", "notes/bad=boom", "--set", "todo/ok=yes", "--expect", "todo/from-b",
 		"--interval", "100ms", "--linger", "1s", "--for", "60s")
 	b, outB := startPeer(t, "peer", "run", "--key", filepath.Join(dir, "b.key"), "--peer", pubA, "--connect", addr,
 		"--state", state, "--set", "todo/from-b=hi", "--expect", "todo/ok",

@@ -257,9 +257,12 @@ func (l *Link) send(ctx context.Context, outs []exchange.Out) error {
 			go func() {
 				defer l.wg.Done()
 				err := l.tx.SendData(ctx, media.Purpose{P: media.PurposeSnapshot, Doc: s.Doc}, s.Blob)
-				if err != nil {
+				switch {
+				case errors.Is(err, media.ErrInFlight):
+					// the transfer already crossing carries it
+				case err != nil:
 					l.reportSend(ctx, s.Doc, err)
-				} else {
+				default:
 					l.sent.Add(1)
 				}
 			}()

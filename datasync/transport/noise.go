@@ -43,6 +43,10 @@ var (
 	ErrUnknownPeer = errors.New("datasync/transport: peer key not allowed")
 	ErrReplay      = errors.New("datasync/transport: nonce replayed or too old")
 	ErrTooLarge    = errors.New("datasync/transport: message too large")
+	// ErrHandshake means the address answered but the handshake failed: not
+	// a peer of this protocol, a peer holding another key, or one that
+	// refused ours.
+	ErrHandshake = errors.New("datasync/transport: handshake failed")
 )
 
 // Key is a Noise static key pair.
@@ -78,10 +82,19 @@ func Dial(ctx context.Context, addr string, self Key, peerPub []byte) (Conn, err
 	if err != nil {
 		return nil, err
 	}
+	return Initiate(ctx, c, self, peerPub)
+}
+
+// Initiate runs the initiator's handshake on c, a connection already
+// established (Dial is net.Dialer.DialContext and Initiate). On failure c
+// is closed and the error wraps ErrHandshake, so a caller can tell "the
+// address answered but is not this peer, or refused our key" from "the
+// address could not be reached".
+func Initiate(ctx context.Context, c net.Conn, self Key, peerPub []byte) (Conn, error) {
 	nc, err := handshake(ctx, c, self, peerPub, true, nil)
 	if err != nil {
 		c.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
 	}
 	return nc, nil
 }
