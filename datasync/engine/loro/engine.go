@@ -204,3 +204,19 @@ func (e *Engine) Stats() (memoryBytes uint32, rebuilds int) {
 	defer e.mu.Unlock()
 	return e.in.MemoryBytes(), e.rebuilds
 }
+
+// Drop removes a document locally. Deletion has no representation in
+// data-sync-v1: a peer that still holds the document offers it again and
+// it comes back, refilled (§Exchange).
+func (e *Engine) Drop(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.docs[name]
+	if d == nil {
+		return
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	_ = e.in.FreeDoc(ctx, d.h)
+	delete(e.docs, name)
+}

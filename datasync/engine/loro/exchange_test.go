@@ -577,3 +577,25 @@ func (c *xcluster) settle() {
 		}
 	}
 }
+
+// §Exchange: a document dropped on one side is recreated and refilled by
+// the next exchange with a peer that holds it.
+func TestExchangeDroppedDocumentComesBack(t *testing.T) {
+	c := newXCluster(t, 4, "a", "b")
+	a, b := c.reps["a"], c.reps["b"]
+	check(t, a.e.Set("d", "k", tv("v")))
+	c.send(a, a.sess["b"].Offer())
+	c.pump(100)
+	a.e.Drop("d")
+	if a.e.Has("d") {
+		t.Fatal("dropped document still held")
+	}
+	c.send(b, b.sess["a"].Offer())
+	c.pump(100)
+	if v, ok := a.e.Get("d", "k"); !ok || v.Text != "v" {
+		t.Fatal("dropped document did not come back")
+	}
+	if err := c.converged(); err != nil {
+		t.Fatal(err)
+	}
+}
