@@ -21,6 +21,12 @@ func setUpPair(t *testing.T) (a, b *device) {
 	if key == nil || !strings.Contains(out, "Write this down. It's the only way back in if you lose every device.") {
 		t.Fatalf("init does not show the backup key with the §6.3 sentence:\n%s", out)
 	}
+	before := a.stored()
+	a.env = []string{"FERRY_PASSWORD=wrong"}
+	wantErr(t, a.run("connect", "imap", addr, "--user", user, "--security", "none"), 1, addr+" refused this user name and password: check them and connect again")
+	if a.stored() != before {
+		t.Fatal("a refused connect changed the profile")
+	}
 	a.env = []string{"FERRY_PASSWORD=" + pass}
 	out = a.ok("connect", "imap", addr, "--user", user, "--security", "none")
 	if !strings.Contains(out, "Connected to IMAP "+user+"@") {

@@ -46,12 +46,12 @@ type change struct {
 	Time   time.Time `json:"time"`
 	List   string    `json:"list"`
 	ListID string    `json:"list_id"`
-	Item   string    `json:"item,omitempty"`
-	ItemID string    `json:"item_id,omitempty"`
+	Item   string    `json:"item"`
+	ItemID string    `json:"item_id"`
 	What   string    `json:"what"` // new_list, renamed, added, changed, deleted
-	Field  string    `json:"field,omitempty"`
-	Value  string    `json:"value,omitempty"`
-	By     string    `json:"by,omitempty"`
+	Field  string    `json:"field"`
+	Value  string    `json:"value"`
+	By     string    `json:"by"`
 }
 
 func (ch change) String() string {
