@@ -81,7 +81,8 @@ func (c *conn) overBudget(over string, n int64) {
 }
 
 // end stops c's goroutines without waiting; serveConn then closes the
-// WebSocket with code and text.
+// WebSocket with code and text (at once, without the close handshake, for
+// a peer that does not read).
 func (c *conn) end(code websocket.StatusCode, text, reason string) {
 	c.mu.Lock()
 	if c.reason == "" {
@@ -270,10 +271,16 @@ func (s *Server) serveConn(ctx context.Context, c *conn, owner string) {
 	c.mu.Lock()
 	reason, code, text := c.reason, c.code, c.text
 	c.mu.Unlock()
-	if code == 0 {
-		code = websocket.StatusNormalClosure
+	switch {
+	case code == 0:
+		_ = c.ws.Close(websocket.StatusNormalClosure, "")
+	case reason == "over budget" || reason == "no pong" || reason == "write failed":
+		// A peer that does not read would not answer a close handshake
+		// either: drop the connection at once.
+		_ = c.ws.CloseNow()
+	default:
+		_ = c.ws.Close(code, text)
 	}
-	_ = c.ws.Close(code, text)
 	if reason == "" {
 		reason = "peer left"
 	}
@@ -327,7 +334,7 @@ func (s *Server) writeLoop(ctx context.Context, c *conn) {
 			c.sent(int64(len(msg)))
 			if err != nil {
 				if ctx.Err() == nil {
-					c.close(websocket.StatusPolicyViolation, "write timeout", "write failed")
+					c.end(websocket.StatusPolicyViolation, "write timeout", "write failed")
 				}
 				return
 			}
@@ -366,7 +373,7 @@ func (s *Server) keepalive(ctx context.Context, c *conn) {
 			err := c.ws.Ping(pctx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
-				c.close(websocket.StatusPolicyViolation, "no pong", "no pong")
+				c.end(websocket.StatusPolicyViolation, "no pong", "no pong")
 				return
 			}
 		}

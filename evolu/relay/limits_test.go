@@ -171,3 +171,21 @@ func TestOperatorLogsAndAdmin(t *testing.T) {
 		}
 	}
 }
+
+// TestPingTimeout: a subscribed connection that does not answer pings (it
+// never reads) is closed, and the close is logged with its reason.
+func TestPingTimeout(t *testing.T) {
+	var logs syncBuffer
+	_, url := startRelay(t, relay.Config{PingInterval: 100 * time.Millisecond, IdleTimeout: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	o := testOwner(53)
+	ws := dial(t, url, o.ID)
+	subReq, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
+	roundTrip(t, ws, subReq) // then it never reads again
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), `reason="no pong"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a connection that answers no ping was not closed:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
