@@ -64,6 +64,9 @@ func (s *State) prepare(w *Writer, c Change) (_ suite.WriteBody, unsettleable bo
 	if s.Deleted(c.Record) && c.Op != suite.OpDelete {
 		return suite.WriteBody{}, false, ErrDeleted
 	}
+	if r := s.records[c.Record]; r != nil && r.named() && c.Op == suite.OpDelete {
+		return suite.WriteBody{}, false, fmt.Errorf("%w: the record's _name shows it is named (§7.3)", ErrNamedDelete)
+	}
 	body := suite.WriteBody{
 		Scope: s.v.rules.Scope, Record: c.Record, Field: c.Field, Op: c.Op,
 		Element: c.Element, Value: c.Value, Ref: w.Ref,
@@ -191,9 +194,11 @@ func (v *Validator) sign(key ed25519.PrivateKey, body *suite.WriteBody, epoch ui
 // definition not superseded; tombstones are included. listed may be nil.
 func (s *State) ResignCandidates(author [32]byte, epoch uint64, listed func(record [16]byte, id [32]byte) bool) []*Write {
 	var out []*Write
-	for w := range s.All() {
-		if w.body.Author == author && w.epoch < epoch && (listed == nil || !listed(w.body.Record, w.id)) {
-			out = append(out, w)
+	for id := range s.Records() {
+		for _, w := range s.Writes(id) {
+			if w.body.Author == author && w.epoch < epoch && (listed == nil || !listed(w.body.Record, w.id)) {
+				out = append(out, w)
+			}
 		}
 	}
 	return out

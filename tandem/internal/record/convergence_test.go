@@ -38,6 +38,7 @@ type sim struct {
 // malicious writes.
 type simStats struct {
 	superseded, conflicts, deleted, evilKept, multiEpoch int
+	namedSaved                                           int // a named record some delete did not remove
 }
 
 func newSim(t *testing.T, seed uint64, signed bool, st *simStats) *sim {
@@ -74,6 +75,12 @@ func (s *sim) finish(body suite.WriteBody, priv []byte, epoch uint64) *Write {
 
 func (s *sim) randChange() Change {
 	rec := recID(s.r.IntN(3))
+	if s.r.IntN(4) == 0 { // a record named by its own _name write (§7.3)
+		rec = namedRec
+		if s.r.IntN(3) == 0 {
+			return assign(rec, nameField, "n1")
+		}
+	}
 	switch k := s.r.IntN(20); {
 	case k < 8:
 		return assign(rec, []string{"title", "done"}[s.r.IntN(2)], string(rune('a'+s.r.IntN(26))))
@@ -81,8 +88,8 @@ func (s *sim) randChange() Change {
 		return add(rec, "tags", string(rune('x'+s.r.IntN(3))))
 	case k < 19:
 		return remove(rec, "tags", string(rune('x'+s.r.IntN(3))))
-	default:
-		return del(rec)
+	default: // deletes are writes to a field like any other (§9.2)
+		return Change{Record: rec, Field: []string{"", "why"}[s.r.IntN(2)], Op: suite.OpDelete}
 	}
 }
 
@@ -90,7 +97,7 @@ func (s *sim) honestWrite() {
 	d := s.devices[s.r.IntN(len(s.devices))]
 	d.now += int64(s.r.IntN(5)) - 1 // a wrong clock may go back
 	body, _, err := d.s.prepare(d.w, s.randChange())
-	if errors.Is(err, ErrDeleted) {
+	if errors.Is(err, ErrDeleted) || errors.Is(err, ErrNamedDelete) {
 		return
 	}
 	if err != nil {
@@ -118,8 +125,8 @@ func (s *sim) sync() {
 func (s *sim) maliciousWrite() {
 	c := s.randChange()
 	body := suite.WriteBody{Scope: testScope, Record: c.Record, Field: c.Field, Op: c.Op, Element: c.Element, Value: []byte("evil")}
-	if c.Op != suite.OpAssign {
-		body.Value = nil
+	if c.Op != suite.OpAssign || c.Field == nameField {
+		body.Value = c.Value
 	}
 	body.Author = pubOf(key(9))
 	epoch := uint64(s.r.IntN(int(s.epoch) + 1))
@@ -294,9 +301,16 @@ func (s *sim) count(ref *State, kept int) {
 	if len(epochs) > 1 {
 		s.stats.multiEpoch++
 	}
+	deletes := map[[16]byte]bool{}
+	for _, w := range s.published {
+		deletes[w.body.Record] = deletes[w.body.Record] || w.body.Op == suite.OpDelete
+	}
 	for id := range ref.Records() {
 		if ref.Deleted(id) {
 			s.stats.deleted++
+		}
+		if deletes[id] && !ref.Deleted(id) && ref.records[id].named() {
+			s.stats.namedSaved++
 		}
 		for _, f := range ref.Fields(id) {
 			if len(ref.Values(id, f)) > 1 {
@@ -328,7 +342,7 @@ func TestConvergenceRandomSchedules(t *testing.T) {
 		s.check()
 	}
 	t.Logf("%d schedules, %d with real signatures; %+v", schedules, signed, st)
-	if st.superseded == 0 || st.conflicts == 0 || st.deleted == 0 || st.evilKept == 0 || st.multiEpoch == 0 {
+	if st.superseded == 0 || st.conflicts == 0 || st.deleted == 0 || st.evilKept == 0 || st.multiEpoch == 0 || st.namedSaved == 0 {
 		t.Fatalf("schedules do not exercise the merge: %+v", st)
 	}
 }

@@ -29,10 +29,15 @@
 //
 // Supersession applies within one register: the assign writes of a
 // (record, field); the add and remove writes of a (record, field, element);
-// the deletes of a record. A record with a kept delete is a tombstone: its
-// other writes are dropped on arrival (§9.2 "whatever else happens to it",
-// §12.3). See docs/decisions/tandem-record-registers.md and
-// tandem-record-tombstone.md.
+// the delete writes of a (record, field), since deletes are writes to a
+// field like any other (§9.2). A record with a kept delete is a tombstone:
+// it shows and publishes only its deletes (§9.2 "whatever else happens to
+// it", §12.3). Its other writes are still merged, hidden, because a valid
+// "_name" write proves a record named, and a delete of a named record is
+// invalid whether or not the app declared the name (§7.3): once a state
+// holds the record's "_name" write it keeps no delete of it, and shows what
+// a device that saw the name first shows. See
+// docs/decisions/tandem-record-registers.md and tandem-record-tombstone.md.
 //
 // # Invariants the tests check
 //

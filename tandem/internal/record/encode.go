@@ -21,7 +21,11 @@ import (
 //	vv(x)  = u16(n) || n × ( deviceID (8) || u64(millis) || u16(counter) )
 //
 // The scope is not stored: it is the state's (Rules.Scope). A write's record
-// is the record it is listed under.
+// is the record it is listed under. The encoding is the state as shown and
+// published (Writes): the field writes a tombstone hides are not in it, so
+// replicas that agree on every record's state encode alike even if one of
+// them also holds hidden writes the others never got. A device persists
+// those through All (AppendStored), not through this encoding.
 const stateMagic = "TRS1"
 
 // AppendBinary appends the canonical encoding of s to b.

@@ -9,35 +9,40 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
-// oracle computes the kept writes of a set of writes straight from §9.2 and
-// the gaps file, by brute force over every pair: a write is kept iff no
-// write of its register naively supersedes it, and, unless it is a delete,
-// its record has no delete. IDs are listed by record, then write ID, the
-// order of State.All.
+// oracle computes the writes a state retains (State.All) for a set of
+// writes straight from §9.2, §7.3 and the gaps file, by brute force over
+// every pair: a write is retained iff no write of its register naively
+// supersedes it (deletes form one register per record and field), unless
+// it is a delete of a record that has a _name write. Field writes of
+// deleted records are retained (hidden). IDs are listed by record, then
+// write ID, the order of State.All.
 func oracle(ws []*Write) [][32]byte {
 	uniq := map[[32]byte]*Write{}
-	deleted := map[[16]byte]bool{}
+	named := map[[16]byte]bool{}
 	for _, w := range ws {
 		uniq[w.id] = w
-		if w.body.Op == suite.OpDelete {
-			deleted[w.body.Record] = true
+		if w.body.Field == nameField && w.body.Op == suite.OpAssign {
+			named[w.body.Record] = true
 		}
 	}
+	family := func(op suite.Op) int { // assign, set, delete
+		switch op {
+		case suite.OpAssign:
+			return 0
+		case suite.OpDelete:
+			return 2
+		}
+		return 1
+	}
 	sameReg := func(a, b *Write) bool {
-		if a.body.Record != b.body.Record || (a.body.Op == suite.OpDelete) != (b.body.Op == suite.OpDelete) {
+		if a.body.Record != b.body.Record || a.body.Field != b.body.Field || family(a.body.Op) != family(b.body.Op) {
 			return false
 		}
-		if a.body.Op == suite.OpDelete {
-			return true
-		}
-		if a.body.Field != b.body.Field || (a.body.Op == suite.OpAssign) != (b.body.Op == suite.OpAssign) {
-			return false
-		}
-		return a.body.Op == suite.OpAssign || bytes.Equal(a.body.Element, b.body.Element)
+		return family(a.body.Op) != 1 || bytes.Equal(a.body.Element, b.body.Element)
 	}
 	var kept []*Write
 	for _, x := range uniq {
-		if x.body.Op != suite.OpDelete && deleted[x.body.Record] {
+		if x.body.Op == suite.OpDelete && named[x.body.Record] {
 			continue
 		}
 		ok := true
@@ -72,23 +77,32 @@ func keptIDs(s *State) [][32]byte {
 	return ids
 }
 
-// randMixedWrite returns a write on one of 2 records, 2 fields, 2 elements,
-// with any op, and random (possibly adversarial) vectors.
+// namedRec is a record named by its own _name write, a name the test
+// validator does not declare (§7.3).
+var namedRec = suite.NamedRecordID("n1")
+
+// randMixedWrite returns a write on one of 2 records or namedRec, 2 fields,
+// 2 elements, with any op (deletes of either field, _name writes of
+// namedRec), and random (possibly adversarial) vectors.
 func randMixedWrite(tb testing.TB, r *rand.Rand) *Write {
 	w := randWrite(tb, r, r.IntN(2) == 0)
 	b := w.body
-	b.Record = recID(r.IntN(2))
+	b.Record = []([16]byte){recID(0), recID(1), namedRec}[r.IntN(3)]
 	b.Field = []string{"a", "b"}[r.IntN(2)]
 	b.Value = nil
-	switch op := r.IntN(10); {
+	switch op := r.IntN(11); {
 	case op < 4:
 		b.Op, b.Value = suite.OpAssign, []byte{byte(r.IntN(4))}
 	case op < 6:
 		b.Op, b.Element = suite.OpAdd, []byte{byte(r.IntN(2))}
-	case op < 9:
+	case op < 8:
 		b.Op, b.Element = suite.OpRemove, []byte{byte(r.IntN(2))}
+	case op < 10:
+		b.Op = suite.OpDelete
+	case b.Record == namedRec:
+		b.Op, b.Field, b.Value = suite.OpAssign, nameField, []byte("n1")
 	default:
-		b.Op, b.Field = suite.OpDelete, ""
+		b.Op = suite.OpDelete
 	}
 	return rawWrite(tb, b, w.epoch)
 }
@@ -180,6 +194,11 @@ func TestSupersedesIsStrictPartialOrderAcrossRegisters(t *testing.T) {
 			want := false
 			for w := range s.All() {
 				if Supersedes(w, x) {
+					want = true
+				}
+				// A _name write makes every delete of its record invalid
+				// (§7.3): redundant, though not superseded.
+				if w.body.Field == nameField && w.body.Record == x.body.Record && x.body.Op == suite.OpDelete {
 					want = true
 				}
 			}

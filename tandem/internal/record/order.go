@@ -46,10 +46,13 @@ func supersedes(w, x *Write) bool {
 
 // Supersedes reports whether w makes x redundant in a merged state: either
 // both are writes of one register (the same record and field, and for add
-// and remove the same element; deletes of one record form a register) and
-// w supersedes x under the rule above, or w is a delete of x's record and x
-// is not a delete (the sticky tombstone, §9.2, §12.3). This is a strict
-// partial order on writes, as garbage collection needs (§10.7).
+// and remove the same element; deletes of one record and field form a
+// register, §9.2) and w supersedes x under the rule above, or w is a
+// delete of x's record and x is neither a delete nor the record's "_name"
+// write (the sticky tombstone, §9.2, §12.3; a "_name" write makes every
+// delete of its record invalid, §7.3, so no delete makes it redundant).
+// This is a strict partial order on writes, as garbage collection needs
+// (§10.7).
 func Supersedes(w, x *Write) bool {
 	if w.body.Record != x.body.Record {
 		return false
@@ -57,22 +60,24 @@ func Supersedes(w, x *Write) bool {
 	wd, xd := w.body.Op == suite.OpDelete, x.body.Op == suite.OpDelete
 	switch {
 	case wd && !xd:
-		return true
-	case wd != xd:
-		return false
-	case !wd && !sameRegister(w, x):
+		return x.body.Field != nameField
+	case wd != xd, !sameRegister(w, x):
 		return false
 	}
 	return supersedes(w, x)
 }
 
-// sameRegister reports whether two non-delete writes of one record share a
-// register (docs/decisions/tandem-record-registers.md).
+// sameRegister reports whether two writes of one record, both deletes or
+// both not, share a register (docs/decisions/tandem-record-registers.md).
 func sameRegister(a, b *Write) bool {
 	if a.body.Field != b.body.Field || (a.body.Op == suite.OpAssign) != (b.body.Op == suite.OpAssign) {
 		return false
 	}
-	return a.body.Op == suite.OpAssign || bytes.Equal(a.body.Element, b.body.Element)
+	switch a.body.Op {
+	case suite.OpAssign, suite.OpDelete:
+		return true
+	}
+	return bytes.Equal(a.body.Element, b.body.Element)
 }
 
 // WriteSet indexes validated writes by write ID, for callers that ask about

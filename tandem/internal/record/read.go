@@ -44,7 +44,7 @@ func (s *State) Deleted(record [16]byte) bool {
 // ascending byte order; none for a deleted record.
 func (s *State) Fields(record [16]byte) []string {
 	r := s.records[record]
-	if r == nil {
+	if r == nil || r.deleted() {
 		return nil
 	}
 	names := make([]string, 0, len(r.fields))
@@ -55,8 +55,9 @@ func (s *State) Fields(record [16]byte) []string {
 	return names
 }
 
+// field returns a field of a record that is not deleted.
 func (s *State) field(record [16]byte, name string) *field {
-	if r := s.records[record]; r != nil {
+	if r := s.records[record]; r != nil && !r.deleted() {
 		return r.fields[name]
 	}
 	return nil
@@ -122,22 +123,52 @@ func (s *State) Writes(record [16]byte) []*Write {
 		return nil
 	}
 	var out []*Write
-	out = append(out, r.deletes.kept...)
+	if r.deleted() {
+		for _, reg := range r.deletes {
+			out = append(out, reg.kept...)
+		}
+	} else {
+		out = r.appendFields(out)
+	}
+	sortByID(out)
+	return out
+}
+
+func (r *rec) appendFields(out []*Write) []*Write {
 	for _, f := range r.fields {
 		out = append(out, f.assign.kept...)
 		for _, e := range f.elems {
 			out = append(out, e.kept...)
 		}
 	}
+	return out
+}
+
+// retained returns every write the state keeps for the record, sorted by
+// write ID: Writes plus, for a deleted record, the field writes the
+// tombstone hides (see rec).
+func (s *State) retained(record [16]byte) []*Write {
+	r := s.records[record]
+	if r == nil {
+		return nil
+	}
+	var out []*Write
+	for _, reg := range r.deletes {
+		out = append(out, reg.kept...)
+	}
+	out = r.appendFields(out)
 	sortByID(out)
 	return out
 }
 
-// All returns every kept write, by record ID and then write ID.
+// All returns every write the state retains, by record ID and then write
+// ID: the kept writes of every record (Writes) and the field writes hidden
+// under tombstones. It is what a device persists, so that a state rebuilt
+// from it is the same state (MarshalBinary encodes the same writes).
 func (s *State) All() iter.Seq[*Write] {
 	return func(yield func(*Write) bool) {
 		for id := range s.Records() {
-			for _, w := range s.Writes(id) {
+			for _, w := range s.retained(id) {
 				if !yield(w) {
 					return
 				}

@@ -75,16 +75,31 @@ type field struct {
 	elems  map[string]*register
 }
 
-// rec is one record's state. Once any delete is kept, the record is a
-// tombstone: only its delete register remains and every other write of the
-// record is dropped on arrival (§9.2, §12.3; see
-// docs/decisions/tandem-record-tombstone.md).
+// rec is one record's state. Deletes are writes to a field like any other
+// (§9.2): one register per field name. Once any delete is kept, the record
+// is a tombstone: it shows and publishes only its deletes (§9.2, §12.3).
+// Its field writes are still merged, hidden, because a valid "_name" write
+// arriving later would prove the record named, and a delete of a named
+// record invalid (§7.3); the record then shows exactly what a device that
+// saw the name first shows. A named record keeps no delete. See
+// docs/decisions/tandem-record-tombstone.md.
 type rec struct {
-	deletes register
+	deletes map[string]*register // field → its delete register
 	fields  map[string]*field
 }
 
-func (r *rec) deleted() bool { return len(r.deletes.kept) > 0 }
+func (r *rec) deleted() bool { return len(r.deletes) > 0 }
+
+// named reports whether the record holds a valid "_name" write, which
+// proves that its ID is NamedRecordID of that name (§7.3): the validator
+// admits "_name" only as an assign whose value hashes to the record ID.
+func (r *rec) named() bool {
+	f := r.fields[nameField]
+	return f != nil && len(f.assign.kept) > 0
+}
+
+// nameField is the field a named record carries its name in (§7.3).
+const nameField = "_name"
 
 // State is the merged state of one scope (a collection or a home): for every
 // record, the valid writes no other valid write supersedes (§9.3). Merging is
@@ -118,10 +133,13 @@ func (s *State) Ingest(body *suite.WriteBody, sig []byte, epoch uint64) (*Write,
 }
 
 // Add merges one validated write into the state (§9.3) and reports whether
-// the state changed: false for a duplicate, for a write that a kept write
-// supersedes, and for a non-delete write to a deleted record. It refuses
-// (false, no change) a Write that no constructor of this package made (a
-// literal or zero value) and a write of another scope than the state's.
+// the writes the state retains changed (All): false for a duplicate, for a
+// write that a kept write of its register supersedes, and for a delete of
+// a record the state knows is named by its own "_name" write (§7.3: such a
+// delete is invalid). A write to a deleted record is retained but not shown
+// (see rec). It refuses (false, no change) a Write that no constructor of
+// this package made (a literal or zero value) and a write of another scope
+// than the state's.
 func (s *State) Add(w *Write) bool {
 	if w == nil || !w.ok || w.body.Scope != s.v.rules.Scope {
 		return false
@@ -132,24 +150,13 @@ func (s *State) Add(w *Write) bool {
 		s.records[w.body.Record] = r
 	}
 	if w.body.Op == suite.OpDelete {
-		before := len(r.deletes.kept)
-		if !r.deletes.add(w) {
+		if r.named() {
 			return false
 		}
-		s.writes += len(r.deletes.kept) - before
-		if r.fields != nil {
-			for _, f := range r.fields {
-				s.writes -= len(f.assign.kept)
-				for _, e := range f.elems {
-					s.writes -= len(e.kept)
-				}
-			}
-			r.fields = nil // the tombstone drops the record's content for good
+		if r.deletes == nil {
+			r.deletes = make(map[string]*register)
 		}
-		return true
-	}
-	if r.deleted() {
-		return false
+		return s.addTo(r.deletes, w.body.Field, w)
 	}
 	if r.fields == nil {
 		r.fields = make(map[string]*field)
@@ -159,16 +166,29 @@ func (s *State) Add(w *Write) bool {
 		f = &field{}
 		r.fields[w.body.Field] = f
 	}
-	reg := &f.assign
-	if w.body.Op != suite.OpAssign {
-		if f.elems == nil {
-			f.elems = make(map[string]*register)
+	if w.body.Op == suite.OpAssign {
+		before := len(f.assign.kept)
+		if !f.assign.add(w) {
+			return false
 		}
-		reg = f.elems[string(w.body.Element)]
-		if reg == nil {
-			reg = &register{}
-			f.elems[string(w.body.Element)] = reg
+		s.writes += len(f.assign.kept) - before
+		if w.body.Field == nameField {
+			s.dropDeletes(r) // they were invalid all along (§7.3)
 		}
+		return true
+	}
+	if f.elems == nil {
+		f.elems = make(map[string]*register)
+	}
+	return s.addTo(f.elems, string(w.body.Element), w)
+}
+
+// addTo adds w to the register regs[key], made if missing.
+func (s *State) addTo(regs map[string]*register, key string, w *Write) bool {
+	reg := regs[key]
+	if reg == nil {
+		reg = &register{}
+		regs[key] = reg
 	}
 	before := len(reg.kept)
 	if !reg.add(w) {
@@ -178,23 +198,18 @@ func (s *State) Add(w *Write) bool {
 	return true
 }
 
-// Merge adds every kept write of o to s (§9.3). Both states must hold writes
-// of the same scope, checked by validators with the same rules.
+func (s *State) dropDeletes(r *rec) {
+	for _, reg := range r.deletes {
+		s.writes -= len(reg.kept)
+	}
+	r.deletes = nil
+}
+
+// Merge adds every write o retains to s (§9.3). Both states must hold
+// writes of the same scope, checked by validators with the same rules.
 func (s *State) Merge(o *State) {
-	for _, r := range o.records {
-		for _, w := range r.deletes.kept {
-			s.Add(w)
-		}
-		for _, f := range r.fields {
-			for _, w := range f.assign.kept {
-				s.Add(w)
-			}
-			for _, e := range f.elems {
-				for _, w := range e.kept {
-					s.Add(w)
-				}
-			}
-		}
+	for w := range o.All() {
+		s.Add(w)
 	}
 }
 
@@ -205,17 +220,17 @@ func (s *State) Clone() *State {
 	return c
 }
 
-// Len returns the number of kept writes.
+// Len returns the number of writes the state retains (All).
 func (s *State) Len() int { return s.writes }
 
-// register returns the register w belongs to, or nil if none exists yet.
+// registerOf returns the register w belongs to, or nil if none exists yet.
 func (s *State) registerOf(w *Write) *register {
 	r := s.records[w.body.Record]
 	if r == nil {
 		return nil
 	}
 	if w.body.Op == suite.OpDelete {
-		return &r.deletes
+		return r.deletes[w.body.Field]
 	}
 	f := r.fields[w.body.Field]
 	if f == nil {
@@ -228,18 +243,32 @@ func (s *State) registerOf(w *Write) *register {
 }
 
 // Superseded reports whether s makes w redundant without holding it: a kept
-// write of w's register supersedes w, or w edits a record that s holds as
-// deleted. A write s keeps is not superseded.
+// write of w's register supersedes w, w edits a record that s holds as
+// deleted (and is not its "_name" write), or w deletes a record that s
+// knows is named (§7.3: the delete is invalid). A write s holds is not
+// superseded.
 func (s *State) Superseded(w *Write) bool {
-	if r := s.records[w.body.Record]; r != nil && r.deleted() && w.body.Op != suite.OpDelete {
+	r := s.records[w.body.Record]
+	if r == nil {
+		return false
+	}
+	isDel := w.body.Op == suite.OpDelete
+	switch {
+	case isDel && r.named():
+		return true
+	case !isDel && r.deleted() && w.body.Field != nameField:
 		return true
 	}
 	reg := s.registerOf(w)
 	return reg != nil && !reg.has(w.id) && reg.covered(w)
 }
 
-// Holds reports whether s keeps w.
+// Holds reports whether s keeps w and shows it: w is among Writes of its
+// record. A write retained under a tombstone is not held.
 func (s *State) Holds(w *Write) bool {
+	if r := s.records[w.body.Record]; r != nil && r.deleted() && w.body.Op != suite.OpDelete {
+		return false
+	}
 	reg := s.registerOf(w)
 	return reg != nil && reg.has(w.id)
 }

@@ -69,7 +69,9 @@ type Rules struct {
 	// delete is valid.
 	Home bool
 	// Names lists the app's named records (§7.3) besides _roster and _meta,
-	// which are always named. A delete of any of them is invalid.
+	// which are always named. A delete of any of them is invalid. A record
+	// whose own valid _name write a State holds is named too, declared or
+	// not; the State applies that (State.Add).
 	Names []string
 }
 
