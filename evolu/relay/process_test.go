@@ -31,7 +31,8 @@ func runChild(db string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	quota, _ := strconv.ParseInt(os.Getenv("FERRY_RELAY_CHILD_QUOTA"), 10, 64)
-	srv, err := relay.New(ctx, relay.Config{DBPath: db, QuotaBytes: quota})
+	queue, _ := strconv.ParseInt(os.Getenv("FERRY_RELAY_CHILD_QUEUE"), 10, 64) // 0: the default
+	srv, err := relay.New(ctx, relay.Config{DBPath: db, QuotaBytes: quota, QueueBytes: queue, TotalQueueBytes: queue})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1
