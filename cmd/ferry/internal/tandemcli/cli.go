@@ -44,7 +44,7 @@ func Register(root *cobra.Command, cfg Config) {
 		&cobra.Group{ID: groupSync, Title: "Sync (Tandem):"})
 	for _, c := range []*cobra.Command{
 		a.initCmd(), a.restoreCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(),
-		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(),
+		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(), a.copyCmd(),
 		a.addCmd(), a.setCmd(), a.tagCmd(true), a.tagCmd(false), a.doneCmd(), a.rmCmd(),
 		a.statusCmd(), a.syncCmd(),
 	} {

@@ -95,6 +95,13 @@ func TestTwoDevicesDovecot(t *testing.T) {
 	if a.ok("show", "Food", "--json") != b.ok("show", "Food", "--json") {
 		t.Fatal("the two devices show different lists")
 	}
+	out := a.ok("copy", "Food", "Food 2")
+	if !strings.Contains(out, "1 field(s) in conflict were copied with their first value") {
+		t.Errorf("copy: %s", out)
+	}
+	if out := a.ok("show", "Food 2"); !strings.Contains(out, "[ ] Milk  qty 2  #cold #dairy") || !strings.Contains(out, "[x] Eggs  qty 12") {
+		t.Errorf("copy of Food:\n%s", out)
+	}
 	a.ok("set", "Food", "Milk", "qty=4") // settles the conflict
 	a.ok("sync")
 
@@ -137,7 +144,7 @@ func TestTwoDevicesDovecot(t *testing.T) {
 		Lists      []struct{ Name, State string }
 	}
 	b.jsonOut(&st, "status")
-	if st.Connection != "ok" || st.Pending != 0 || len(st.Lists) != 1 || st.Lists[0].State != "synced" || st.Lists[0].Name != "Food" {
+	if st.Connection != "ok" || st.Pending != 0 || len(st.Lists) != 2 || st.Lists[0].State != "synced" || st.Lists[0].Name != "Food" {
 		t.Errorf("status %+v", st)
 	}
 	b.ok("add", "Food", "Tea")

@@ -89,6 +89,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"connect", "paste"}, `{"kind":"pop3"}`, 1, `unknown hub kind "pop3"`},
 		{[]string{"connect", "paste"}, `{"kind":"imap","host":"h","port":0,"user":"u"}`, 1, "a port from 1 to 65535"},
 		{[]string{"man", "/nonexistent/dir"}, "", 1, "is not a directory: create it first"},
+		{[]string{"copy", "Nope"}, "", 1, `there is no list "Nope"`},
+		{[]string{"copy", "Groceries", ""}, "", 2, "a list's name is one line"},
 	}
 	before := d.stored()
 	for _, c := range cases {

@@ -1,0 +1,106 @@
+package tandemcli
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-sync/ferry/tandem"
+)
+
+func (a *app) copyCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "copy LIST [NEWNAME]",
+		GroupID: groupLists,
+		Short:   "Copy a list into a new one of yours (the way on for a list that can't sync any more)",
+		Long: `Copy a list's items into a new list that you own (§11.8: a list that can't
+sync any more stays readable; its copy is yours, and you share it again).
+A field in conflict is copied with the first of its values; ferry says which.`,
+		Args: args(1, 2, "copy LIST [NEWNAME]"),
+		RunE: func(c *cobra.Command, as []string) error {
+			if len(as) == 2 {
+				if err := checkListName(as[1]); err != nil {
+					return err
+				}
+			}
+			s, err := a.open(c.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			l, err := findList(s.dev, as[0])
+			if err != nil {
+				return err
+			}
+			name := l.Name + " (copy)"
+			if len(as) == 2 {
+				name = as[1]
+			}
+			if checkListName(name) != nil {
+				return usagef("give the copy a name: ferry copy LIST NEWNAME")
+			}
+			id, conflicts, err := copyList(s.dev, l, name)
+			if err != nil {
+				return err
+			}
+			nl, err := oneList(s.dev, id)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return emit(c.OutOrStdout(), map[string]any{"list": nl, "from": l.ID, "conflicts_resolved": conflicts})
+			}
+			fmt.Fprintf(c.OutOrStdout(), "Copied %s into the new list %q (%s), %d item(s).\n", l.Name, name, short(nl.ID), nl.Items)
+			if conflicts > 0 {
+				fmt.Fprintf(c.OutOrStdout(), "%d field(s) in conflict were copied with their first value: check them with ferry show.\n", conflicts)
+			}
+			return nil
+		},
+	}
+	return a.flags(c, true)
+}
+
+// copyList makes a new list named name with l's items; it returns how
+// many conflicting fields were copied with one value.
+func copyList(d *tandem.Device, l listInfo, name string) (tandem.CollectionID, int, error) {
+	recs, err := d.Records(l.id)
+	if err != nil {
+		return tandem.CollectionID{}, 0, err
+	}
+	id, err := d.NewCollection(name)
+	if err != nil {
+		return id, 0, err
+	}
+	conflicts := 0
+	for _, r := range recs {
+		if r.Deleted {
+			continue
+		}
+		fields := map[string][]byte{}
+		var sets []string
+		for n, f := range r.Fields {
+			if len(f.Values) > 0 {
+				fields[n] = slices.Clone(f.Values[0].Bytes)
+				if f.Conflict() {
+					conflicts++
+				}
+			}
+			if len(f.Elements) > 0 {
+				sets = append(sets, n)
+			}
+		}
+		rid, err := d.NewRecord(id, fields)
+		if err != nil {
+			return id, conflicts, err
+		}
+		for _, n := range sets {
+			for _, e := range r.Fields[n].Elements {
+				if err := d.AddElement(id, rid, n, e); err != nil {
+					return id, conflicts, err
+				}
+			}
+		}
+	}
+	return id, conflicts, nil
+}
