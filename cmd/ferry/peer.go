@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/transport"
 )
@@ -96,6 +95,7 @@ func loadPeerKey(path string) (transport.Key, error) {
 
 type peerRun struct {
 	key, peer, listen, connect, state string
+	engine                            string
 	sets, expect                      []string
 	duration, interval, linger        time.Duration
 }
@@ -125,7 +125,11 @@ With --state, the documents peers have named (the 1,024-document ceiling)
 are saved with them, and STATE.quarantine/ records every peer blob in
 flight to the document engine: a blob that ended the process is refused
 on every later run and reported on stderr. The directory of --state must
-exist; nothing is created until every input has been checked.`,
+exist; nothing is created until every input has been checked.
+
+--engine loro keeps the documents as Loro documents (the reference's
+encoding, frame version 1, byte-compatible with loro-crdt); both peers
+must run the same engine, or neither reads the other's frames.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -135,6 +139,7 @@ exist; nothing is created until every input has been checked.`,
 	f.StringVar(&o.listen, "listen", "", "address to listen on")
 	f.StringVar(&o.connect, "connect", "", "address to connect to")
 	f.StringVar(&o.state, "state", "", "file the documents are loaded from and saved to")
+	f.StringVar(&o.engine, "engine", "kv", "document engine: kv (Ferry's encoding) or loro (the reference's)")
 	f.StringArrayVar(&o.sets, "set", nil, "local edit doc/key=value (repeatable)")
 	f.StringArrayVar(&o.expect, "expect", nil, "stop once doc/key is present (repeatable)")
 	f.DurationVar(&o.duration, "for", 0, "run at most this long (default: until interrupted)")
@@ -173,6 +178,9 @@ func (o *peerRun) check(cmd *cobra.Command) (peerInputs, error) {
 	}
 	if o.linger < 0 {
 		return in, fmt.Errorf("--linger %v: give zero or a positive duration", o.linger)
+	}
+	if o.engine != "kv" && o.engine != "loro" {
+		return in, fmt.Errorf("--engine %q: give kv or loro", o.engine)
 	}
 	var err error
 	if in.self, err = loadPeerKey(o.key); err != nil {
@@ -219,10 +227,11 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 		defer ln.Close()
 	}
 	actor := peerActor(in.state, o.state, in.self.Public)
-	kv, err := engine.NewKV(actor)
+	kv, err := openPeerEngine(cmd.Context(), o.engine, actor)
 	if err != nil {
 		return err
 	}
+	defer kv.close(context.WithoutCancel(cmd.Context()))
 	stderr := cmd.ErrOrStderr()
 	sp := &exchange.Space{Engine: kv,
 		Report: func(r exchange.Report) { fmt.Fprintln(stderr, "ferry peer: cannot replicate:", r) }}
@@ -232,7 +241,7 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 		}
 	}
 	for _, s := range in.sets {
-		if err := kv.Set(s[0], s[1], []byte(s[2])); err != nil {
+		if err := kv.setText(s[0], s[1], s[2]); err != nil {
 			return fmt.Errorf("--set %s/%s: %w", s[0], s[1], err)
 		}
 	}
@@ -260,7 +269,7 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 	}
 	out := map[string]map[string]string{}
 	for _, d := range kv.Docs() {
-		out[d] = kv.Values(d)
+		out[d] = kv.texts(d)
 	}
 	if err := json.NewEncoder(cmd.OutOrStdout()).Encode(out); err != nil {
 		return err
@@ -272,7 +281,7 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 }
 
 // watchExpect stops the run --linger after every --expect is present.
-func (o *peerRun) watchExpect(ctx context.Context, kv *engine.KV, expect [][2]string, stop func()) {
+func (o *peerRun) watchExpect(ctx context.Context, kv peerEngine, expect [][2]string, stop func()) {
 	if len(expect) == 0 {
 		return
 	}
@@ -295,10 +304,10 @@ func (o *peerRun) watchExpect(ctx context.Context, kv *engine.KV, expect [][2]st
 	}
 }
 
-func missingExpect(kv *engine.KV, expect [][2]string) []string {
+func missingExpect(kv peerEngine, expect [][2]string) []string {
 	var missing []string
 	for _, e := range expect {
-		if _, ok := kv.Get(e[0], e[1]); !ok {
+		if !kv.hasKey(e[0], e[1]) {
 			missing = append(missing, e[0]+"/"+e[1])
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/frame"
 	"github.com/ferry-sync/ferry/datasync/replica"
@@ -196,7 +195,7 @@ func (s *peerServer) connect(ctx context.Context, addr string) (transport.Conn, 
 func (s *peerServer) runLink(ctx context.Context, conn transport.Conn, addr string) {
 	who := s.short(conn.Peer())
 	s.logf("connected to %s (%s)", who, addr)
-	opts := replica.Options{Caps: frame.Caps{engine.KVEncoding.Entry, frame.EntryMedia}, Interval: s.interval}
+	opts := replica.Options{Caps: frame.Caps{s.space.Engine.Encoding().Entry, frame.EntryMedia}, Interval: s.interval}
 	l := replica.NewInSpace(s.space, conn, opts)
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -85,7 +85,7 @@ func peerActor(st peerState, path string, self []byte) string {
 // loadPeerState loads the documents and the peer-named set of st into sp
 // (whose engine is kv) and opens the quarantine ledger beside the state
 // file (creating it there).
-func loadPeerState(sp *exchange.Space, kv *engine.KV, path string) error {
+func loadPeerState(sp *exchange.Space, kv engine.Engine, path string) error {
 	st, err := readPeerState(path)
 	if err != nil || path == "" {
 		return err
@@ -93,7 +93,7 @@ func loadPeerState(sp *exchange.Space, kv *engine.KV, path string) error {
 	return restorePeerState(sp, kv, st, path)
 }
 
-func restorePeerState(sp *exchange.Space, kv *engine.KV, st peerState, path string) error {
+func restorePeerState(sp *exchange.Space, kv engine.Engine, st peerState, path string) error {
 	ledger, err := quarantine.OpenDir(quarantineDir(path))
 	if err != nil {
 		return err
@@ -112,11 +112,11 @@ func restorePeerState(sp *exchange.Space, kv *engine.KV, st peerState, path stri
 	return nil
 }
 
-func savePeerState(sp *exchange.Space, kv *engine.KV, path string) error {
+func savePeerState(sp *exchange.Space, kv engine.Engine, path string) error {
 	return savePeerStateAs(sp, kv, path, "")
 }
 
-func savePeerStateAs(sp *exchange.Space, kv *engine.KV, path, actor string) error {
+func savePeerStateAs(sp *exchange.Space, kv engine.Engine, path, actor string) error {
 	if path == "" {
 		return nil
 	}
