@@ -2,19 +2,24 @@
 # scripts/setup.d/10-dovecot.sh — install and start a loopback-only Dovecot
 # 2.3 for the hub tests (tandem/hub/imaphub).
 #
-#   127.0.0.1:1143  IMAP with CONDSTORE/QRESYNC (Dovecot's default capabilities)
+#   127.0.0.1:1143  IMAP with CONDSTORE/QRESYNC (Dovecot's default capabilities),
+#                   and STARTTLS with a self-signed certificate for localhost and
+#                   127.0.0.1 made here (plaintext LOGIN stays allowed: test only)
+#   127.0.0.1:1993  the same instance with implicit TLS (same certificate)
 #   127.0.0.1:1144  the same mail store, served by a second Dovecot instance
 #                   whose imap_capability leaves out CONDSTORE and QRESYNC (so
 #                   the UID SEARCH ALL path of §10.3 runs against a real
 #                   server) and whose personal namespace has the prefix
 #                   "INBOX." with separator "." (as Courier-style hosts do):
-#                   its INBOX.Tandem is the other instance's Tandem
+#                   its INBOX.Tandem is the other instance's Tandem; it also
+#                   leaves out MOVE and UNSELECT, which §10.3 does not require
 #
-# Plaintext LOGIN/PLAIN, no TLS: test only. Idempotent: instances started by an
-# earlier run (found by their pid files) are stopped, the state directory
-# "$FERRY_CACHE/mail/dovecot" is recreated empty, and fresh instances start
-# with the test users below. The variables the tests read go to
-# "$FERRY_CACHE/env.d/dovecot.env".
+# Idempotent: instances started by an earlier run (found by their pid files)
+# are stopped, the state directory "<root>/mail/dovecot" is recreated empty,
+# and fresh instances start with the test users below. <root> is
+# $FERRY_CACHE, or a directory under /var/tmp when the mail user could not
+# traverse the checkout's parents (mail-state.bash). The variables the tests
+# read go to "$FERRY_CACHE/env.d/dovecot.env".
 #
 # Packages: dovecot-imapd Conflicts with cyrus-imapd (both Provide
 # imap-server). This script installs only dovecot-imapd; 20-cyrus.sh never
@@ -24,8 +29,10 @@ cd "$(dirname "$0")/../.."
 export FERRY_CACHE=${FERRY_CACHE:-$PWD/.cache}
 export DEBIAN_FRONTEND=noninteractive
 
-USERS="alice bob carol dave erin frank grace heidi ivan judy ken mallory oscar peggy victor walter trent uma xena"   # password: <user>pw; spares for parallel test packages (mallory..xena: hub fault tests)
-D=$FERRY_CACHE/mail/dovecot
+. scripts/setup.d/mail-state.bash
+MAILROOT=$(mail_root "$FERRY_CACHE")
+USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena"   # password: <user>pw; spares for parallel test packages (mallory..xena: hub fault tests)
+D=$MAILROOT/mail/dovecot
 MAILUSER=tandemhub
 APT=(apt-get -qq -o DPkg::Lock::Timeout=600)
 
@@ -47,10 +54,12 @@ stop_instance() { # pidfile
     kill -KILL "$pid" 2>/dev/null || true
   fi
 }
-stop_instance "$D/qresync/run/master.pid"
-stop_instance "$D/plain/run/master.pid"
+for old in "$D" "$FERRY_CACHE/mail/dovecot"; do   # the root may have moved since
+  stop_instance "$old/qresync/run/master.pid"
+  stop_instance "$old/plain/run/master.pid"
+done
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in 1143 1144; do
+for port in 1143 1144 1993; do
   for _ in $(seq 1 100); do port_busy "$port" || break; sleep 0.1; done
   if port_busy "$port"; then echo "10-dovecot.sh: port $port is taken by another process" >&2; exit 1; fi
 done
@@ -58,13 +67,22 @@ done
 # ---- configuration ----------------------------------------------------------
 id -u "$MAILUSER" >/dev/null 2>&1 ||
   useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$MAILUSER"
-rm -rf "$D"; mkdir -p "$D/mail"; chmod 755 "$FERRY_CACHE/mail" "$D"
+rm -rf "$D"; mkdir -p "$D/mail"; chmod 755 "$MAILROOT" "$MAILROOT/mail" "$D"
 chown "$MAILUSER:$MAILUSER" "$D/mail"
+
+# A self-signed certificate for STARTTLS and implicit TLS (the tests trust
+# it explicitly; a client with the system roots must refuse it).
+mkdir -p "$D/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+  -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+  -keyout "$D/tls/key.pem" -out "$D/tls/cert.pem" 2>/dev/null
+chmod 600 "$D/tls/key.pem"; chmod 644 "$D/tls/cert.pem"
 : > "$D/passwd"
 for u in $USERS; do echo "$u:{PLAIN}${u}pw" >> "$D/passwd"; done
 
-write_conf() { # name port namespace-prefix separator extra-settings
-  local dir=$D/$1
+write_conf() { # name port namespace-prefix separator extra-settings [imaps-port]
+  local dir=$D/$1 ssl=no
+  [ -n "${6:-}" ] && ssl=yes
   mkdir -p "$dir"
   cat > "$dir/dovecot.conf" <<CONF
 base_dir = $dir/run
@@ -73,7 +91,9 @@ log_path = $dir/dovecot.log
 instance_name = ferry-dovecot-$1
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+ssl = $ssl
+${6:+ssl_cert = <$D/tls/cert.pem}
+${6:+ssl_key = <$D/tls/key.pem}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 first_valid_uid = 1
@@ -99,15 +119,16 @@ service imap-login {
     port = $2
   }
   inet_listener imaps {
-    port = 0
+    address = 127.0.0.1
+    port = ${6:-0}
   }
 }
 ${5:-}
 CONF
 }
-write_conf qresync 1143 "" /
+write_conf qresync 1143 "" / "" 1993
 write_conf plain 1144 INBOX. . "protocol imap {
-  imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT SORT=DISPLAY THREAD=REFERENCES THREAD=REFS THREAD=ORDEREDSUBJECT MULTIAPPEND URL-PARTIAL CATENATE UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED I18NLEVEL=1 ESEARCH ESORT SEARCHRES WITHIN CONTEXT=SEARCH LIST-STATUS BINARY MOVE SNIPPET=FUZZY PREVIEW=FUZZY PREVIEW STATUS=SIZE SAVEDATE LITERAL+ NOTIFY SPECIAL-USE
+  imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT SORT=DISPLAY THREAD=REFERENCES THREAD=REFS THREAD=ORDEREDSUBJECT MULTIAPPEND URL-PARTIAL CATENATE CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED I18NLEVEL=1 ESEARCH ESORT SEARCHRES WITHIN CONTEXT=SEARCH LIST-STATUS BINARY SNIPPET=FUZZY PREVIEW=FUZZY PREVIEW STATUS=SIZE SAVEDATE LITERAL+ NOTIFY SPECIAL-USE
 }"
 
 # ---- start ------------------------------------------------------------------
@@ -127,6 +148,8 @@ wait_greeting() { # port
 }
 wait_greeting 1143
 wait_greeting 1144
+for _ in $(seq 1 100); do port_busy 1993 && break; sleep 0.05; done
+port_busy 1993 || { echo "10-dovecot.sh: nothing listens on 127.0.0.1:1993 (implicit TLS)" >&2; exit 1; }
 
 creds=""
 for u in $USERS; do creds="$creds${creds:+ }$u:${u}pw"; done
@@ -134,6 +157,8 @@ mkdir -p "$FERRY_CACHE/env.d"
 cat > "$FERRY_CACHE/env.d/dovecot.env" <<ENV
 FERRY_DOVECOT_ADDR=127.0.0.1:1143
 FERRY_DOVECOT_PLAIN_ADDR=127.0.0.1:1144
+FERRY_DOVECOT_TLS_ADDR=127.0.0.1:1993
+FERRY_DOVECOT_CA=$D/tls/cert.pem
 FERRY_DOVECOT_USERS="$creds"
 ENV
-echo "dovecot: 127.0.0.1:1143 (QRESYNC), 127.0.0.1:1144 (no QRESYNC, prefix INBOX.), users: $USERS"
+echo "dovecot: 127.0.0.1:1143 (QRESYNC, STARTTLS), 127.0.0.1:1993 (implicit TLS), 127.0.0.1:1144 (no QRESYNC, prefix INBOX.), users: $USERS"

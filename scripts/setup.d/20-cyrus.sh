@@ -6,7 +6,7 @@
 #   JMAP  http://127.0.0.1:8008/.well-known/jmap
 #
 # Idempotent: a Cyrus started by an earlier run (found by its pid file) is
-# stopped, its state directory "$FERRY_CACHE/mail/cyrus" is recreated empty,
+# stopped, its state directory "<root>/mail/cyrus" is recreated empty,
 # and a fresh instance is started with the test users below, each with an
 # INBOX. The variables the tests read go to "$FERRY_CACHE/env.d/cyrus.env".
 #
@@ -14,18 +14,24 @@
 # imap-server), which 10-dovecot.sh installs. So cyrus-common (master, tools),
 # cyrus-caldav (httpd, which serves JMAP) and sasl2-bin come from apt, and
 # cyrus-imapd (imapd, idled) is only unpacked with `apt-get download` +
-# `dpkg -x` into "$FERRY_CACHE/cyrus-imapd-root", never installed. The two
+# `dpkg -x` into "<root>/cyrus-imapd-root", never installed. The two
 # scripts therefore work in either order.
+#
+# <root> is $FERRY_CACHE, or a directory under /var/tmp when the cyrus user
+# could not traverse the checkout's parents (mail-state.bash): Cyrus reads
+# its configuration and runs its binaries as that user.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export FERRY_CACHE=${FERRY_CACHE:-$PWD/.cache}
 export DEBIAN_FRONTEND=noninteractive
 
-USERS="alice bob carol dave erin frank grace heidi ivan judy ken mallory oscar peggy victor walter trent uma xena"   # spares for parallel test packages (mallory..xena: hub fault tests)
+. scripts/setup.d/mail-state.bash
+MAILROOT=$(mail_root "$FERRY_CACHE")
+USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena"   # spares for parallel test packages (mallory..xena: hub fault tests)
 IMAP_PORT=2143
 HTTP_PORT=8008
-C=$FERRY_CACHE/mail/cyrus
-CYRX=$FERRY_CACHE/cyrus-imapd-root
+C=$MAILROOT/mail/cyrus
+CYRX=$MAILROOT/cyrus-imapd-root
 APT=(apt-get -qq -o DPkg::Lock::Timeout=600)
 
 # ---- packages ---------------------------------------------------------------
@@ -47,14 +53,15 @@ B=$CYRX/usr/lib/cyrus/bin
 CB=/usr/lib/cyrus/bin
 
 # ---- stop an earlier instance -----------------------------------------------
-if [ -s "$C/master.pid" ]; then
-  pid=$(cat "$C/master.pid")
+for pidfile in "$C/master.pid" "$FERRY_CACHE/mail/cyrus/master.pid"; do   # the root may have moved since
+  [ -s "$pidfile" ] || continue
+  pid=$(cat "$pidfile")
   if kill -0 "$pid" 2>/dev/null && grep -q cyrus "/proc/$pid/cmdline" 2>/dev/null; then
     kill -TERM "$pid"
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
   fi
-fi
+done
 # Children of the old master may still hold the ports for a moment.
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for _ in $(seq 1 100); do
@@ -67,7 +74,7 @@ if port_busy $IMAP_PORT || port_busy $HTTP_PORT; then
 fi
 
 # ---- configuration ----------------------------------------------------------
-mkdir -p "$FERRY_CACHE/mail"; chmod 755 "$FERRY_CACHE" "$FERRY_CACHE/mail"   # the cyrus user must traverse them
+mkdir -p "$MAILROOT/mail"; chmod 755 "$MAILROOT" "$MAILROOT/mail"   # the cyrus user must traverse them
 rm -rf "$C"
 mkdir -p "$C"/conf/{db,socket,log,sieve,proc,lock} "$C/spool" "$C/run/socket"
 cat > "$C/imapd.conf" <<CONF
