@@ -108,7 +108,8 @@ type Device struct {
 	held    []*heldMsg
 	outbox  []outMsg
 	outSeq  uint64
-	delta   Delta // changes not yet given to the journal
+	share   *shares // sharing messages waiting to be judged (share.go)
+	delta   Delta   // changes not yet given to the journal
 	broken  error // a journal commit failed after memory changed
 	now     func() time.Time
 }
@@ -118,9 +119,20 @@ type Device struct {
 type channel struct {
 	tag   string
 	key   [32]byte
-	coll  *collection // nil for home
+	coll  *collection // nil for home, the inbox and invites
 	epoch [32]byte
+	role  chanRole
+	inv   *invite // of an invite channel
 }
+
+// chanRole says what a followed channel is (§5.6).
+type chanRole uint8
+
+const (
+	roleData   chanRole = iota // home, or an epoch of a collection
+	roleInbox                  // the user's inbox: kind-2 grants and declines (§11.4)
+	roleInvite                 // an invite the user made: kind-3 join requests (§11.2)
+)
 
 type msgInfo struct {
 	channel string
@@ -224,6 +236,8 @@ func New(cfg Config) (*Device, error) {
 	// is named (§6.2, §7.3).
 	d.home = record.NewState(record.NewValidator(record.Rules{Scope: d.id.HomeScope, Home: true}))
 	d.chans[d.id.HomeTag] = &channel{tag: d.id.HomeTag, key: d.id.HomeKey}
+	d.chans[d.id.InboxTag] = &channel{tag: d.id.InboxTag, role: roleInbox}
+	d.share = newShares()
 	return d, nil
 }
 

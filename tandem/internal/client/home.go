@@ -106,8 +106,13 @@ func (d *Device) validateHome(sw *SignedWrite) (*record.Write, error) {
 // channel was added. d.mu is held.
 func (d *Device) followMemberships() bool {
 	added := false
+	d.followInvites()
 	for rec := range d.home.Records() {
 		c, ok := d.membershipOf(rec)
+		if ok && d.regString(d.home, rec, fieldState) == stateLeft {
+			d.unfollow(c) // left on another device of the user (§11.5)
+			continue
+		}
 		if !ok || !d.active(rec) {
 			continue
 		}

@@ -33,6 +33,8 @@ const (
 	MsgRejected                 // rejected for good: never fetched again
 	MsgHeld                     // held for a missing dependency (§8.3, §9.4)
 	MsgOwn                      // appended by this device after the saved cursor: the next Changes lists it, or it was destroyed meanwhile
+	MsgPending                  // a sharing message waiting for a decision or a dependency; read again after a restart
+	MsgAnswered                 // a join request answered: destroyed after the push
 )
 
 // Delta is one atomic change of a device's persisted state.

@@ -160,6 +160,9 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		if _, ok := d.msgs[m.ID]; !ok {
 			d.order = append(d.order, m.ID)
 		}
+		if m.State == MsgPending {
+			m.State = MsgTodo // judged again from the hub: what waited lived in memory
+		}
 		info := &msgInfo{channel: m.Channel, done: m.State != MsgTodo, state: m.State, hash: m.Hash, kind: msgKind(m.Kind), rec: m.Rec}
 		info.writes = splitIDs(m.Writes)
 		d.msgs[m.ID] = info

@@ -1,0 +1,671 @@
+package client
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/tjson"
+)
+
+// Sharing (§11.1–11.5): invites as owner records in home, join requests in
+// an invite's channel, grants and declines in the joiner's inbox, leave
+// notices in a collection's channel. Messages are opened and verified when
+// fetched (stash*), and judged after the pull (judgeShares), when home and
+// every roster are as synced as they get: approval reads the roster's whole
+// history (§11.3), a grant needs the roster through its statement (§11.4).
+// See docs/decisions/tandem-sharing.md.
+
+// Sharing errors.
+var (
+	// ErrInvite: an invite payload, or a join request, that is not valid
+	// or no longer open (§11.1, §11.3).
+	ErrInvite = errors.New("tandem/client: invite not valid")
+	// ErrInviteExpired: the invite's time is over (§13.3).
+	ErrInviteExpired = errors.New("tandem/client: invite expired")
+	// ErrGrant: a grant that fails a receiver check (§11.4).
+	ErrGrant = errors.New("tandem/client: grant refused")
+	// ErrNotOwner: a sharing change asked of a device whose user is not the
+	// collection's owner (§8.1).
+	ErrNotOwner = errors.New("tandem/client: only the owner changes sharing")
+	// ErrNoRequest: no pending request with that ID.
+	ErrNoRequest = errors.New("tandem/client: no such request")
+)
+
+// errStashed marks a sharing message kept for judgeShares.
+var errStashed = errors.New("stashed")
+
+// Invite record fields in home (§6.2 invite:<inviteID>).
+const (
+	invitePrefix = "invite:"
+	fInvColl     = "c"
+	fInvSecret   = "s"
+	fInvRole     = "role"
+	fInvExpires  = "expires"
+	fInvAuto     = "autoApprove"
+	fInvMax      = "maxUses"
+	fInvClosed   = "closed"
+	// Membership fields while requested (§6.2, §11.2).
+	fInvite   = "invite"
+	fOwner    = "owner"
+	fExpires  = "expires"
+	fDeclined = "declined"
+	fLeft     = "left"
+	stateReq  = "requested"
+	stateLeft = "left"
+)
+
+// invite is an open invite of the user, from home.
+type invite struct {
+	id      [16]byte
+	coll    CollectionID
+	keys    *suite.Invite
+	role    roster.Role
+	expires int64 // unix ms
+	auto    bool
+	mine    bool // made on this device: it alone approves automatically
+	max     int
+	closed  bool
+}
+
+// shares holds sharing messages waiting to be judged, and the owner's
+// pending decisions.
+type shares struct {
+	joins    map[hub.ID]*JoinRequest // fetched, not yet judged
+	pending  map[hub.ID]*JoinRequest // waiting for the owner
+	grants   map[hub.ID]*grant
+	leaves   map[hub.ID]*LeaveNotice
+	answered []hub.ID
+}
+
+func newShares() *shares {
+	return &shares{joins: map[hub.ID]*JoinRequest{}, pending: map[hub.ID]*JoinRequest{}, grants: map[hub.ID]*grant{}, leaves: map[hub.ID]*LeaveNotice{}}
+}
+
+// JoinRequest is a verified join request (§11.2) for an invite of the user.
+type JoinRequest struct {
+	ID                hub.ID
+	Collection        CollectionID
+	Invite            [16]byte
+	UID, UKA          [32]byte
+	Name              string
+	Role              roster.Role
+	PreviouslyRemoved bool // the roster once listed this user: always asked (§11.3)
+}
+
+// LeaveNotice is a verified leave notice (§11.5) of a current member.
+type LeaveNotice struct {
+	ID         hub.ID
+	Collection CollectionID
+	UID        [32]byte
+	At         [32]byte
+}
+
+type grant struct {
+	id           hub.ID
+	coll         CollectionID
+	at, epoch, k [32]byte
+	owner        [32]byte
+}
+
+// joinPayload is the kind-3 join request (§11.2).
+type joinPayload struct {
+	UID  [32]byte `json:"uid,required"`
+	UKA  [32]byte `json:"uka,required"`
+	Name string   `json:"name,required"`
+	Sig  [64]byte `json:"sig,required"`
+	ISig [64]byte `json:"isig,required"`
+}
+
+// inboxPayload is a kind-2 inbox message (§11.4): grant or declined.
+type inboxPayload struct {
+	Type  string   `json:"type,required"`
+	C     [16]byte `json:"c,required"`
+	At    [32]byte `json:"at"`
+	Epoch [32]byte `json:"epoch"`
+	K     [32]byte `json:"k"`
+	Sig   [64]byte `json:"sig"`
+	I     [16]byte `json:"i"`
+}
+
+// noticePayload is a kind-3 notice in a collection's channel (§11.5).
+type noticePayload struct {
+	Type string   `json:"type,required"`
+	UID  [32]byte `json:"uid"`
+	At   [32]byte `json:"at"`
+	Sig  [64]byte `json:"sig"`
+}
+
+// stashJoin opens and verifies a join request in one of the user's invite
+// channels: sig by the joiner, isig by the invite key (§11.2, §11.3).
+// d.mu is held.
+func (d *Device) stashJoin(b hub.Body, ch *channel) error {
+	kind, pt, err := suite.OpenEnvelope(ch.key, ch.tag, b.Envelope)
+	switch {
+	case errors.Is(err, suite.ErrEnvelopeVersion):
+		return errIgnore
+	case err != nil:
+		return err
+	case kind != suite.KindRequest:
+		return errIgnore
+	}
+	var p joinPayload
+	if err := tjson.Unmarshal(pt, &p); err != nil {
+		return fmt.Errorf("%w: join request: %w", ErrInvite, err)
+	}
+	inv := ch.inv
+	if !suite.VerifyStrict(p.UID[:], suite.JoinSigInput([16]byte(inv.coll), inv.id, p.UID, p.UKA, p.Name), p.Sig[:]) {
+		return fmt.Errorf("%w: join request sig does not verify (§11.2)", ErrInvite)
+	}
+	if !suite.VerifyStrict(inv.keys.SignPub[:], suite.InviteSigInput([16]byte(inv.coll), inv.id, p.UID), p.ISig[:]) {
+		return fmt.Errorf("%w: join request isig does not verify (§11.2)", ErrInvite)
+	}
+	d.share.joins[b.ID] = &JoinRequest{ID: b.ID, Collection: inv.coll, Invite: inv.id, UID: p.UID, UKA: p.UKA, Name: p.Name, Role: inv.role}
+	d.mark(b.ID, MsgPending)
+	return errStashed
+}
+
+// stashInbox opens a kind-2 message of the user's inbox: a grant (checked
+// against its owner's signature here, against the roster in judgeShares)
+// or a decline (a hint, §11.4). d.mu is held.
+func (d *Device) stashInbox(b hub.Body, ch *channel) error {
+	pt, err := suite.OpenInbox(d.id, ch.tag, b.Envelope)
+	switch {
+	case errors.Is(err, suite.ErrEnvelopeVersion), errors.Is(err, suite.ErrEnvelopeKID):
+		return errIgnore // another key's message on our tag, or a newer version
+	case err != nil:
+		return err
+	}
+	var p inboxPayload
+	if err := tjson.Unmarshal(pt, &p); err != nil {
+		return fmt.Errorf("%w: %w", ErrGrant, err)
+	}
+	c := CollectionID(p.C)
+	rec := suite.NamedRecordID(membershipName(c))
+	state := d.regString(d.home, rec, fieldState)
+	switch p.Type {
+	case "declined":
+		if state == stateReq && d.regString(d.home, rec, fInvite) == string(p.I[:]) {
+			d.homeLocal(rec, fDeclined, []byte("1"))
+		}
+		return errIgnore
+	case "grant":
+	default:
+		return errIgnore // keyreq replies and newer types: not handled here
+	}
+	// A key only for a collection the device asked to join or follows (§11.4).
+	if state != stateReq && state != stateActive {
+		return fmt.Errorf("%w: a grant for a collection this user never asked to join", ErrGrant)
+	}
+	owner, ok := d.expectedOwner(c, rec)
+	if !ok {
+		return fmt.Errorf("%w: owner of the collection unknown", ErrGrant)
+	}
+	if !suite.VerifyStrict(owner[:], suite.GrantSigInput(d.id.UID, p.C, p.At, p.Epoch, p.K), p.Sig[:]) {
+		return fmt.Errorf("%w: grant not signed by the collection's owner (§11.4)", ErrGrant)
+	}
+	d.share.grants[b.ID] = &grant{id: b.ID, coll: c, at: p.At, epoch: p.Epoch, k: p.K, owner: owner}
+	d.mark(b.ID, MsgPending)
+	return errStashed
+}
+
+// expectedOwner is the owner a grant for c must come from: the followed
+// roster's, or the invite's by.uid recorded in home. d.mu is held.
+func (d *Device) expectedOwner(c CollectionID, rec [16]byte) ([32]byte, bool) {
+	if coll := d.colls[c]; coll != nil {
+		if r, ok := coll.chain.Roster(); ok {
+			return r.Owner(), true
+		}
+	}
+	b := []byte(d.regString(d.home, rec, fOwner))
+	if len(b) != 32 {
+		return [32]byte{}, false
+	}
+	return [32]byte(b), true
+}
+
+// stashNotice reads a kind-3 notice in a collection's channel: a leave
+// notice of a current member, at a statement of the current epoch (§11.5).
+// d.mu is held.
+func (d *Device) stashNotice(b hub.Body, ch *channel, pt []byte) error {
+	var p noticePayload
+	if err := tjson.Unmarshal(pt, &p); err != nil {
+		return err
+	}
+	if p.Type != "leave" {
+		return errIgnore // key-request notices: answered by the owner's rotation code
+	}
+	if !suite.VerifyStrict(p.UID[:], suite.LeaveSigInput([16]byte(ch.coll.id), p.UID, p.At), p.Sig[:]) {
+		return fmt.Errorf("%w: leave notice sig does not verify (§11.5)", ErrInvite)
+	}
+	d.share.leaves[b.ID] = &LeaveNotice{ID: b.ID, Collection: ch.coll.id, UID: p.UID, At: p.At}
+	d.mark(b.ID, MsgPending)
+	return errStashed
+}
+
+// judgeShares decides what was stashed. It reports whether it followed a
+// channel whose messages a further pull must read. d.mu is held.
+func (d *Device) judgeShares(rep *SyncReport) bool {
+	for id, j := range d.share.joins {
+		delete(d.share.joins, id)
+		if err := d.judgeJoin(j); err != nil {
+			d.reject(rep, id, d.msgs[id].chanOrEmpty(), [32]byte{}, err)
+		}
+	}
+	more := false
+	for id, g := range d.share.grants {
+		done, followed, err := d.judgeGrant(g)
+		more = more || followed
+		switch {
+		case err != nil:
+			delete(d.share.grants, id)
+			d.reject(rep, id, d.id.InboxTag, [32]byte{}, err)
+		case done:
+			delete(d.share.grants, id)
+			d.mark(id, MsgDone)
+			rep.Applied++
+		}
+	}
+	for id, j := range d.share.pending { // admitted elsewhere, or by another owner device
+		if r, ok := d.colls[j.Collection].chainRoster(); ok {
+			if _, member := r.State().Member(j.UID); member {
+				delete(d.share.pending, id)
+				d.mark(id, MsgDone)
+			}
+		}
+	}
+	for id, l := range d.share.leaves {
+		coll := d.colls[l.Collection]
+		r, ok := coll.chainRoster()
+		if !ok || r.Owner() != d.id.UID {
+			delete(d.share.leaves, id)
+			d.mark(id, MsgDone)
+			continue
+		}
+		src, ok := r.SourceEpoch(l.At)
+		if _, member := r.State().Member(l.UID); !ok || src != r.Epoch() || !member {
+			delete(d.share.leaves, id) // from an earlier stay, or already gone (§11.5)
+			d.mark(id, MsgDone)
+		}
+	}
+	if more {
+		d.followMemberships()
+	}
+	return more
+}
+
+func (m *msgInfo) chanOrEmpty() string {
+	if m == nil {
+		return ""
+	}
+	return m.channel
+}
+
+func (c *collection) chainRoster() (*roster.Roster, bool) {
+	if c == nil {
+		return nil, false
+	}
+	return c.chain.Roster()
+}
+
+// judgeJoin applies §11.3 to a verified join request. d.mu is held.
+func (d *Device) judgeJoin(j *JoinRequest) error {
+	inv := d.inviteByID(j.Invite)
+	coll := d.colls[j.Collection]
+	r, ok := coll.chainRoster()
+	switch {
+	case inv == nil || !ok:
+		return fmt.Errorf("%w: unknown invite or collection", ErrInvite)
+	case r.Owner() != d.id.UID:
+		return fmt.Errorf("%w: %w", ErrInvite, ErrNotOwner)
+	}
+	if m, member := r.State().Member(j.UID); member {
+		_ = m
+		return d.sendGrant(coll, r, j.UID, j.UKA, j.ID) // again: a crash between admitting and granting (§11.3)
+	}
+	if err := d.inviteOpen(inv, r); err != nil {
+		return err
+	}
+	j.PreviouslyRemoved = everListed(r, j.UID)
+	// Only the device that made the invite approves automatically: two
+	// owner devices admitting the same request would sign two successors
+	// of one statement, and the collection would die (§8.2, §9.4).
+	if inv.auto && inv.mine && !j.PreviouslyRemoved {
+		return d.admit(j)
+	}
+	d.share.pending[j.ID] = j
+	return nil
+}
+
+// inviteOpen checks that an invite still admits (§11.1, §11.3): not closed
+// in home, not expired, uses left, and nobody it admitted ever removed —
+// uses and removals read from the roster's whole history. d.mu is held.
+func (d *Device) inviteOpen(inv *invite, r *roster.Roster) error {
+	if inv.closed {
+		return fmt.Errorf("%w: closed", ErrInvite)
+	}
+	if d.now().UnixMilli() >= inv.expires {
+		return ErrInviteExpired
+	}
+	uses := map[[32]byte]bool{}
+	sts := r.Statements()
+	for i, st := range sts {
+		for _, m := range st.State().Members {
+			if m.Via == nil || *m.Via != inv.id {
+				continue
+			}
+			uses[m.UID] = true
+			for _, later := range sts[i+1:] {
+				if _, still := later.State().Member(m.UID); !still {
+					return fmt.Errorf("%w: someone it admitted was removed (§11.1)", ErrInvite)
+				}
+			}
+		}
+	}
+	if inv.max > 0 && len(uses) >= inv.max {
+		return fmt.Errorf("%w: used up (%d of %d)", ErrInvite, len(uses), inv.max)
+	}
+	return nil
+}
+
+// everListed reports whether any statement of the roster's history lists uid.
+func everListed(r *roster.Roster, uid [32]byte) bool {
+	for _, st := range r.Statements() {
+		if _, ok := st.State().Member(uid); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// admit signs the same-epoch statement adding the requester (§11.3) and
+// queues it, then the grant. d.mu is held.
+func (d *Device) admit(j *JoinRequest) error {
+	coll := d.colls[j.Collection]
+	r, _ := coll.chain.Roster()
+	hlc, err := d.clock.Next()
+	if err != nil {
+		return err
+	}
+	via := j.Invite
+	chg, err := roster.AddMember(r, roster.Signer{Key: d.id.SignKey, Dot: suite.Dot{Device: d.dev, HLC: hlc}, Rand: d.rand},
+		roster.Member{UID: j.UID, Role: j.Role, UKA: j.UKA, Name: j.Name, Via: &via})
+	if err != nil {
+		return err
+	}
+	ch, err := d.currentChannel(coll)
+	if err != nil {
+		return err
+	}
+	st := chg.Statement
+	m, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
+	if err != nil {
+		return err
+	}
+	if err := coll.chain.Add(st, roster.Origin{Channel: ch.epoch}); err != nil {
+		return err
+	}
+	d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, ch.epoch, st.Body(), st.Sig()))
+	m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
+	d.enqueue(m)
+	r, _ = coll.chain.Roster()
+	return d.sendGrant(coll, r, j.UID, j.UKA, j.ID)
+}
+
+// sendGrant queues a grant of the current epoch's key to uid, sealed to
+// uka (§11.4), after everything already queued (the statement it names
+// goes first), and marks the request answered. d.mu is held.
+func (d *Device) sendGrant(coll *collection, r *roster.Roster, uid, uka [32]byte, req hub.ID) error {
+	key, ok := coll.epochs[r.Epoch()]
+	if !ok {
+		return fmt.Errorf("%w: no key for the current epoch", ErrNotWritable)
+	}
+	at, epoch := r.Head().ID(), r.Epoch()
+	sig := ed25519.Sign(d.id.SignKey, suite.GrantSigInput(uid, [16]byte(coll.id), at, epoch, key))
+	pt, err := json.Marshal(map[string]any{"type": "grant", "c": tjson.Bytes(coll.id[:]), "at": tjson.Bytes(at[:]),
+		"epoch": tjson.Bytes(epoch[:]), "k": tjson.Bytes(key[:]), "sig": tjson.Bytes(sig)})
+	if err != nil {
+		return err
+	}
+	if err := d.queueInbox(uid, uka, pt); err != nil {
+		return err
+	}
+	d.answer(req)
+	return nil
+}
+
+func (d *Device) queueInbox(uid, uka [32]byte, pt []byte) error {
+	tag := suite.InboxTag(uid)
+	env, err := suite.SealInbox(uka, tag, pt)
+	if err != nil {
+		return err
+	}
+	d.enqueue(outMsg{channel: tag, envelope: env})
+	return nil
+}
+
+// answer marks a join request answered: it is destroyed after the push.
+// d.mu is held.
+func (d *Device) answer(req hub.ID) {
+	delete(d.share.pending, req)
+	if req != "" {
+		d.mark(req, MsgAnswered)
+	}
+}
+
+// enqueue appends an envelope to the outbox. d.mu is held.
+func (d *Device) enqueue(m outMsg) {
+	d.outSeq++
+	m.seq = d.outSeq
+	d.outbox = append(d.outbox, m)
+	d.delta.OutAdd = append(d.delta.OutAdd, savedOut(m))
+}
+
+// destroyAnswered destroys the join requests that were answered (§11.3:
+// "the request destroyed"), once their answers are on the hub.
+func (d *Device) destroyAnswered(ctx context.Context, s hub.Store) error {
+	d.mu.Lock()
+	var ids []hub.ID
+	for id, m := range d.msgs {
+		if m.state == MsgAnswered {
+			ids = append(ids, id)
+		}
+	}
+	d.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.Destroy(ctx, ids); err != nil {
+		d.log.Warn("tandem/client: destroying answered requests", "err", err)
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		d.forget(id)
+	}
+	return d.commitSynced()
+}
+
+// judgeGrant checks a grant against the roster its channel holds (§11.4):
+// the collection was created by the expected owner, the roster through at
+// is followed, the key matches the epoch's commitment, and the user is
+// listed. It follows the channel first if needed (followed = true: pull
+// again); done once the key is in home. d.mu is held.
+func (d *Device) judgeGrant(g *grant) (done, followed bool, err error) {
+	coll := d.colls[g.coll]
+	if coll == nil {
+		coll = newCollection(g.coll)
+		d.colls[g.coll] = coll
+	}
+	tag := suite.CollectionTag(g.k, g.epoch)
+	if d.chans[tag] == nil {
+		d.follow(coll, g.epoch, g.k)
+		return false, true, nil
+	}
+	r, ok := coll.chain.Roster()
+	if !ok {
+		return false, false, nil // the genesis has not arrived: held
+	}
+	switch {
+	case r.Owner() != g.owner:
+		err = fmt.Errorf("%w: the collection was not created by the inviter (§11.4)", ErrGrant)
+	case !r.Contains(g.at):
+		if r.Len() > 0 && coll.chain.Status() == roster.StatusFollowing {
+			return false, false, nil // the statement may still arrive: held
+		}
+		err = fmt.Errorf("%w: roster through the grant's statement not followed", ErrGrant)
+	default:
+		if cerr := checkKey(coll, d.chans[tag]); cerr != nil {
+			err = fmt.Errorf("%w: %w", ErrGrant, cerr)
+		} else if _, listed := r.State().Member(d.id.UID); !listed {
+			err = fmt.Errorf("%w: the user is not listed", ErrGrant)
+		}
+	}
+	if err != nil {
+		if !d.active(suite.NamedRecordID(membershipName(g.coll))) {
+			d.unfollow(g.coll)
+		}
+		return false, false, err
+	}
+	m, _ := r.State().Member(d.id.UID)
+	if err := d.recordGrant(g.coll, g.epoch, g.k, m.Role); err != nil {
+		return false, false, err
+	}
+	return true, false, nil
+}
+
+// recordGrant writes the key and the active state to the membership in
+// home (§6.2), so every device of the user follows. d.mu is held.
+func (d *Device) recordGrant(c CollectionID, epoch, key [32]byte, role roster.Role) error {
+	name := membershipName(c)
+	rec := suite.NamedRecordID(name)
+	elem, err := keyEntry{Epoch: epoch, K: key}.encode()
+	if err != nil {
+		return err
+	}
+	changes := []record.Change{
+		{Record: rec, Field: fieldName, Op: suite.OpAssign, Value: []byte(name)},
+		{Record: rec, Field: fieldKeys, Op: suite.OpAdd, Element: elem},
+	}
+	if d.regString(d.home, rec, fieldRole) != string(role) {
+		changes = append(changes, record.Change{Record: rec, Field: fieldRole, Op: suite.OpAssign, Value: []byte(role)})
+	}
+	if d.regString(d.home, rec, fieldState) != stateActive {
+		changes = append(changes, record.Change{Record: rec, Field: fieldState, Op: suite.OpAssign, Value: []byte(stateActive)})
+	}
+	return d.homeChanges(changes)
+}
+
+// homeChanges signs home writes and applies them at once, queuing the
+// record for the next push; they enter the journal with the sync's delta.
+// d.mu is held.
+func (d *Device) homeChanges(changes []record.Change) error {
+	w := &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock}
+	ws, m, err := d.buildRecord(d.home, w, d.chans[d.id.HomeTag], changes)
+	if err != nil {
+		return err
+	}
+	for _, x := range ws {
+		d.keep(d.home, x)
+	}
+	if !d.isDirty(m.channel, m.rec) {
+		d.enqueue(m)
+	}
+	return nil
+}
+
+// homeLocal assigns one field of a home record. d.mu is held.
+func (d *Device) homeLocal(rec [16]byte, field string, v []byte) {
+	if err := d.homeChanges([]record.Change{{Record: rec, Field: field, Op: suite.OpAssign, Value: v}}); err != nil {
+		d.log.Warn("tandem/client: home write", "err", err)
+	}
+}
+
+// unfollow stops following a collection. d.mu is held.
+func (d *Device) unfollow(c CollectionID) {
+	for tag, ch := range d.chans {
+		if ch.coll != nil && ch.coll.id == c {
+			delete(d.chans, tag)
+		}
+	}
+	delete(d.colls, c)
+}
+
+// regString returns the first sibling of a register as a string ("" if none).
+func (d *Device) regString(s *record.State, rec [16]byte, field string) string {
+	vs := s.Values(rec, field)
+	if len(vs) == 0 {
+		return ""
+	}
+	return string(vs[0].Value)
+}
+
+// inviteByID returns the user's invite with that ID, from home. d.mu is held.
+func (d *Device) inviteByID(id [16]byte) *invite {
+	for _, ch := range d.chans {
+		if ch.role == roleInvite && ch.inv.id == id {
+			return ch.inv
+		}
+	}
+	return nil
+}
+
+// readInvite reads an invite record of home. d.mu is held.
+func (d *Device) readInvite(rec [16]byte) (*invite, bool) {
+	name := d.regString(d.home, rec, fieldName)
+	raw, ok := stringsCut(name, invitePrefix)
+	if !ok {
+		return nil, false
+	}
+	idb, err := suite.ParseB32(raw)
+	c, s := d.regString(d.home, rec, fInvColl), d.regString(d.home, rec, fInvSecret)
+	if err != nil || len(idb) != 16 || len(c) != 16 || len(s) != 32 {
+		return nil, false
+	}
+	inv := &invite{id: [16]byte(idb), coll: CollectionID([]byte(c)), keys: suite.NewInvite([32]byte([]byte(s))),
+		role: roster.Role(d.regString(d.home, rec, fInvRole)), auto: d.regString(d.home, rec, fInvAuto) == "1",
+		closed: d.regString(d.home, rec, fInvClosed) == "1"}
+	for _, v := range d.home.Values(rec, fieldName) {
+		inv.mine = inv.mine || v.Dot.Device == d.dev
+	}
+	inv.expires, _ = strconv.ParseInt(d.regString(d.home, rec, fInvExpires), 10, 64)
+	inv.max, _ = strconv.Atoi(d.regString(d.home, rec, fInvMax))
+	return inv, true
+}
+
+// followInvites follows the channel of every invite in home (§11.1), so
+// its join requests are read. d.mu is held.
+func (d *Device) followInvites() {
+	for rec := range d.home.Records() {
+		inv, ok := d.readInvite(rec)
+		if !ok || d.chans[inv.keys.Tag] != nil {
+			continue
+		}
+		d.chans[inv.keys.Tag] = &channel{tag: inv.keys.Tag, key: inv.keys.ChannelKey, role: roleInvite, inv: inv}
+	}
+}
+
+func stringsCut(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || s[:len(prefix)] != prefix {
+		return "", false
+	}
+	return s[len(prefix):], true
+}
+
+func randomBytes(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+
+func hubID(s string) hub.ID { return hub.ID(s) }
