@@ -165,7 +165,8 @@ func (f *Fetcher) Progress(hash string) {
 
 // Complete takes a finished transfer: bytes that hash to the request are
 // stored and end it; others are discarded (ErrHashMismatch) and the
-// request stays. Bytes without a request are discarded (ErrUnrequested).
+// request stays (docs/decisions/datasync-hash-mismatch.md). Bytes without
+// a request are discarded (ErrUnrequested).
 func (f *Fetcher) Complete(hash string, blob []byte) error {
 	if !f.Outstanding(hash) {
 		return media.ErrUnrequested

@@ -113,6 +113,7 @@ func (s *Session) answerOffer(f frame.Frame) []Out {
 		}
 	}
 	if !f.Reply {
+		// Sent even when it names nothing: docs/decisions/datasync-counter-offer.md.
 		return append(outs, s.offer(eng.Docs(), true, false)...)
 	}
 	if len(created) > 0 {

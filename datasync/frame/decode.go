@@ -230,6 +230,8 @@ func parseOffer(fs fields, f *Frame) error {
 	if total > MaxDocumentBytes {
 		return &OverBudgetError{Bytes: total}
 	}
+	// One bad name or version token drops the whole frame, where the
+	// reference skips that document: docs/decisions/datasync-version-token.md.
 	f.Docs = make(map[string][]byte, len(docs))
 	for name := range docs {
 		if err := checkDoc(name); err != nil {

@@ -98,6 +98,8 @@ func appendOffer(b []byte, f Frame) ([]byte, error) {
 	return append(b, "}}"...), nil
 }
 
+// checkDoc is Ferry's document name rule: any non-empty UTF-8
+// (docs/decisions/datasync-doc-names.md).
 func checkDoc(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty document name", ErrMalformed)
