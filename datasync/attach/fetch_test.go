@@ -106,6 +106,10 @@ func TestHashVerified(t *testing.T) {
 	if len(l.errs) != 1 || !errors.Is(l.errs[0], ErrHashMismatch) {
 		t.Fatalf("errs %v", l.errs)
 	}
+	// docs/decisions/datasync-hash-mismatch.md: the request stays open.
+	if !l.fetch.Outstanding(h) {
+		t.Fatal("a mismatch ended the request")
+	}
 }
 
 // §Attachments: a holder without the bytes answers one blob_gone; the

@@ -165,3 +165,23 @@ func TestOfferUnsendableNameReported(t *testing.T) {
 		t.Fatalf("reports %v", a.reports)
 	}
 }
+
+// docs/decisions/datasync-counter-offer.md: an offer is answered with one
+// reply:true offer even when this replica holds nothing to name.
+func TestEmptyCounterOfferSent(t *testing.T) {
+	a, _ := pair(t)
+	outs := a.sess["b"].Receive(wire(t, frame.Frame{Kind: frame.KindOffer, Docs: map[string][]byte{}}))
+	if got := kinds(outs); got != "[vv reply=true partial=false n=0]" {
+		t.Fatalf("answer %s", got)
+	}
+}
+
+// docs/decisions/datasync-version-token.md: one bad version token drops
+// the whole offer (reported), creating none of the documents it names.
+func TestBadVersionTokenDropsFrame(t *testing.T) {
+	a, _ := pair(t)
+	w := fmt.Sprintf(`%s{"v":%d,"k":"vv","reply":true,"partial":true,"docs":{"good":"AQ==","bad":"AQ"}}`, frame.Prefix, engine.KVEncoding.V)
+	if outs := a.sess["b"].Receive([]byte(w)); len(outs) != 0 || a.kv.Has("good") || len(a.reports) != 1 {
+		t.Fatalf("answered %s, created good %v, reports %v", kinds(outs), a.kv.Has("good"), a.reports)
+	}
+}
