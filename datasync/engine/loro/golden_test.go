@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,7 +137,55 @@ func corpus() []scenario {
 		set(5, "from5", text("x")),
 		syncStep(5, 3),
 	}}
-	return []scenario{values, concurrent, compaction}
+	return []scenario{values, concurrent, compaction, randomScenario(5, 160)}
+}
+
+// randomScenario is a seeded random history over four peers: sets of every
+// kind, deletions, batches and pairwise syncs in random order, ending in a
+// sync between every pair.
+func randomScenario(seed uint64, steps int) scenario {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	peers := []uint64{21, 22, 23, 24}
+	sc := scenario{Name: fmt.Sprintf("random %d", seed), Peers: peers}
+	val := func(i int) *jv {
+		switch rng.IntN(5) {
+		case 0:
+			return &jv{Kind: "int", Value: float64(rng.IntN(1000) - 500)}
+		case 1:
+			return &jv{Kind: "float", Value: float64(i) + 0.5}
+		case 2:
+			return &jv{Kind: "bool", Value: rng.IntN(2) == 0}
+		case 3:
+			return &jv{Kind: "bytes", Value: fmt.Sprintf("%04x", i)}
+		}
+		return text(fmt.Sprint("v", i))
+	}
+	for i := range steps {
+		p := peers[rng.IntN(len(peers))]
+		key := fmt.Sprint("k", rng.IntN(8))
+		switch x := rng.IntN(10); {
+		case x < 5:
+			sc.Steps = append(sc.Steps, set(p, key, val(i)))
+		case x < 6:
+			sc.Steps = append(sc.Steps, step{Op: "del", Peer: p, Coll: "data", Key: key})
+		case x < 7:
+			sc.Steps = append(sc.Steps, step{Op: "batch", Peer: p, Coll: "data",
+				Entries: [][]any{{key + "a", val(i)}, {key + "b", val(i)}}})
+		default:
+			q := peers[rng.IntN(len(peers))]
+			if q != p {
+				sc.Steps = append(sc.Steps, syncStep(p, q))
+			}
+		}
+	}
+	for _, p := range peers { // and everyone converges
+		for _, q := range peers {
+			if p != q {
+				sc.Steps = append(sc.Steps, syncStep(p, q))
+			}
+		}
+	}
+	return sc
 }
 
 // runGo runs sc on Ferry's engine, recording what crosscheck.cjs records.
@@ -226,6 +275,9 @@ func TestGoldenAgainstNode(t *testing.T) {
 			}
 			if !sameJSON(t, g.JSON, w.JSON) {
 				t.Errorf("%s peer %d: json\n go   %s\n node %s", s.Name, s.Peers[j], g.JSON, w.JSON)
+			}
+			if strings.HasPrefix(s.Name, "random") && g.JSON != got.Final[0].JSON {
+				t.Errorf("%s: peer %d did not converge", s.Name, s.Peers[j])
 			}
 		}
 	}
