@@ -25,9 +25,6 @@ const (
 	CodeWrongIdentity             // the secret does not match the device's data
 	CodeBackupKey                 // a backup key that does not check (§6.3)
 	CodeTooLarge                  // a value too large for one message (§10.6)
-	CodeExpired                   // an invite or pairing code past its time (§13.3)
-	CodeDifferentHub              // an invite or pairing code for another hub (§13.3)
-	CodePairing                   // a pairing that failed its checks (§6.3)
 )
 
 // Error is every error the tandem package returns. Message is one line for

@@ -109,3 +109,5 @@ func TestHealingAfterVandal(t *testing.T) {
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 var _ = context.Background
+
+func memhubServer(t *testing.T) *memhub.Server { return memhub.NewServer() }

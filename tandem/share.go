@@ -27,7 +27,6 @@ const (
 const (
 	msgNeedsNetwork = "Changing who a list is shared with needs a connection."
 	msgExpired      = "This code has expired. Ask for a new one."
-	msgOtherHub     = "This invite is for a different sync hub. Ferry can only use one hub at a time."
 )
 
 // DefaultLinkBase is where invite links point (§11.1: the payload goes in

@@ -21,20 +21,33 @@ type InvitePolicy struct {
 	MaxUses     int
 	Expires     time.Time
 	Hint        string // the collection's name in the payload; "" for none
-	Hub         json.RawMessage
+	Hub         RawJSON
 }
 
 // InvitePayload is the invite's JSON payload (§11.1).
 type InvitePayload struct {
 	T    string          `json:"t,required"`
 	V    int64           `json:"v,required"`
-	Hub  json.RawMessage `json:"hub,omitempty"`
+	Hub  RawJSON         `json:"hub,omitempty"`
 	C    [16]byte        `json:"c,required"`
 	I    [16]byte        `json:"i,required"`
 	S    [32]byte        `json:"s,required"`
 	By   InviteBy        `json:"by,required"`
 	Hint string          `json:"hint,omitempty"`
 	Exp  int64           `json:"exp,required"`
+}
+
+// RawJSON is a JSON value kept as its exact bytes (a hub descriptor, read
+// by its own strict parser).
+type RawJSON []byte
+
+// UnmarshalTJSON keeps v's bytes; it must be an object.
+func (r *RawJSON) UnmarshalTJSON(v tjson.Value) error {
+	if v.Kind() != tjson.KindObject {
+		return fmt.Errorf("want an object")
+	}
+	*r = append(RawJSON(nil), v.Raw()...)
+	return nil
 }
 
 // InviteBy names the inviter, the collection's owner.
@@ -104,7 +117,7 @@ func invitePayloadJSON(p InvitePayload) any {
 	out := map[string]any{"t": p.T, "v": p.V, "c": tjson.Bytes(p.C[:]), "i": tjson.Bytes(p.I[:]), "s": tjson.Bytes(p.S[:]),
 		"by": map[string]any{"uid": tjson.Bytes(p.By.UID[:]), "name": p.By.Name}, "exp": p.Exp}
 	if len(p.Hub) > 0 {
-		out["hub"] = p.Hub
+		out["hub"] = json.RawMessage(p.Hub)
 	}
 	if p.Hint != "" {
 		out["hint"] = p.Hint
