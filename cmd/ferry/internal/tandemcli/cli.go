@@ -97,13 +97,15 @@ func exitCodesTopic() *cobra.Command {
 	return &cobra.Command{
 		Use:   "exit-codes",
 		Short: "What ferry's exit codes mean",
-		Long: `ferry exits with
+		Long:  exitCodesText,
+	}
+}
+
+const exitCodesText = `Exit status: ferry exits with
   0  the command did what it was asked
   1  it could not: the message (one line on stderr) says why and what to do
   2  the command line was wrong: an unknown command or flag, a missing or bad argument
 
 With --json, an error is printed on stderr as
   {"error":{"kind":"...","message":"..."},"exit":N}
-where kind is a stable word for scripts (usage, not_found, auth, offline, ...).`,
-	}
-}
+where kind is a stable word for scripts (usage, not_found, auth, offline, ...).`

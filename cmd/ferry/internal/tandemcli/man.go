@@ -26,6 +26,9 @@ func (a *app) manCmd(root *cobra.Command) *cobra.Command {
 			dir, _ := filepath.Abs(as[0])
 			hdr := &doc.GenManHeader{Title: "FERRY", Section: "1", Date: &manDate, Source: "Ferry", Manual: "Ferry manual"}
 			root.DisableAutoGenTag = true
+			long := root.Long
+			root.Long += "\n\n" + exitCodesText // the EXIT STATUS of every page's parent
+			defer func() { root.Long = long }()
 			if err := doc.GenManTree(root, hdr, dir); err != nil {
 				return failf("storage", "cannot write the man pages in %s: %v", dir, pathErr(err))
 			}
