@@ -18,6 +18,9 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	if err != nil {
 		return "", err
 	}
+	if err := s.cfg.Budget.Append(1); err != nil {
+		return "", fmt.Errorf("imaphub: append: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	created := false

@@ -64,6 +64,7 @@ func populate(b *testing.B, cfg Config) {
 // the machine hits both alike; it reports their times and the ratio.
 func BenchmarkInitialSync(b *testing.B) {
 	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "grace")
+	cfg.Budget = hub.NewRateBudget(hub.Rate{}, hub.Rate{}) // benchmarks append thousands
 	populate(b, cfg)
 	ctx := context.Background()
 	s, err := Open(ctx, cfg)
@@ -246,6 +247,7 @@ func rawRead(rd *bufio.Reader, buf []byte) (n int, total int64, err error) {
 // connection B; reports p50 and p95.
 func BenchmarkPushLatency(b *testing.B) {
 	cfg := dovecot(b, "FERRY_DOVECOT_ADDR", "grace")
+	cfg.Budget = hub.NewRateBudget(hub.Rate{}, hub.Rate{}) // benchmarks append thousands
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, err := Open(ctx, cfg)

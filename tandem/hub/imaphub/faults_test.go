@@ -430,3 +430,38 @@ func TestOddMessagesDovecot(t *testing.T) {
 		}
 	}
 }
+
+// TestRateBudget (issue 15, point 14): a device's budget, shared by its
+// Stores, refuses the login and the append over it at once, with an error
+// that matches hub.ErrUnavailable (retry later) and before anything
+// reaches the server.
+func TestRateBudget(t *testing.T) {
+	base := dovecot(t, "FERRY_DOVECOT_ADDR", "victor")
+	newAdmin(t, base).reset()
+	cfg, p := proxied(t, base)
+	cfg.Budget = hub.NewRateBudget(hub.Rate{N: 2, Per: time.Hour}, hub.Rate{N: 3, Per: time.Hour})
+	a, b := openT(t, cfg), openT(t, cfg)
+	defer a.Close()
+	defer b.Close()
+	_, err := Open(ctx5(t), cfg)
+	var be *hub.BudgetError
+	if !errors.As(err, &be) || be.What != "login" || !errors.Is(err, hub.ErrUnavailable) {
+		t.Fatalf("a third login on a budget of two: %v", err)
+	}
+	if n := p.Accepted(); n != 2 {
+		t.Fatalf("%d connections reached the server, want 2", n)
+	}
+	ctx := ctx5(t)
+	if err := a.EnsureFolder(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		must[hub.ID](t)([]*Store{a, b}[i%2].Append(ctx, hubtest.Channel(i), hubtest.Envelope(80)))
+	}
+	if _, err := b.Append(ctx, hubtest.Channel(9), hubtest.Envelope(80)); !errors.As(err, &be) || be.What != "append" {
+		t.Fatalf("a fourth append on a budget of three: %v", err)
+	}
+	if c := must[hub.Changes](t)(a.Changes(ctx, nil)); len(c.Added) != 3 {
+		t.Fatalf("%d messages stored, want 3", len(c.Added))
+	}
+}

@@ -44,6 +44,10 @@ type Config struct {
 	ReplyTimeout time.Duration
 	// Dialer, when set, replaces net.Dialer (tests use it).
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Budget bounds logins and appends (docs/hub-providers.md); share one
+	// among a device's Stores. nil means a budget of the Store's own with
+	// hub.DefaultRates.
+	Budget *hub.RateBudget
 }
 
 // Security says how a connection is protected.
@@ -155,6 +159,9 @@ var _ hub.Store = (*Store)(nil)
 
 // Open connects to the account and logs in.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Budget == nil {
+		cfg.Budget = hub.NewDefaultRateBudget()
+	}
 	s := &Store{cfg: cfg, watches: map[*conn]struct{}{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,7 +184,7 @@ func (s *Store) conn(ctx context.Context) (*conn, error) {
 		s.c.close()
 		s.c = nil
 	}
-	c, err := dial(ctx, &s.cfg)
+	c, err := s.login(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +198,14 @@ func (s *Store) conn(ctx context.Context) (*conn, error) {
 	}
 	s.c = c
 	return c, nil
+}
+
+// login dials a new connection, within the login budget.
+func (s *Store) login(ctx context.Context) (*conn, error) {
+	if err := s.cfg.Budget.Login(); err != nil {
+		return nil, fmt.Errorf("imaphub: %s: %w", s.cfg.Addr, err)
+	}
+	return dial(ctx, &s.cfg)
 }
 
 // run calls op with the command connection; s.mu is held. A connection

@@ -30,7 +30,7 @@ func (s *Store) Watch(ctx context.Context, onChange func()) error {
 	mailbox := s.mailbox
 	s.mu.Unlock()
 
-	c, err := dial(ctx, &s.cfg)
+	c, err := s.login(ctx)
 	if err != nil {
 		return err
 	}

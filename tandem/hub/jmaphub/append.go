@@ -11,6 +11,10 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
 
+// maxAppendBatch caps the creates of one Email/set, so that a batch fits
+// the default append budget (hub.DefaultRates) with room to spare.
+const maxAppendBatch = 256
+
 // createOverhead bounds the JSON of one Email/set create besides its body
 // value, for keeping a batch under the session's maxSizeRequest.
 const createOverhead = 1024
@@ -53,6 +57,9 @@ func (st *Store) AppendBatch(ctx context.Context, msgs []hub.Message) ([]hub.ID,
 	retried := false
 	for lo := 0; lo < len(msgs); {
 		hi := st.batchEnd(msgs, lo)
+		if err := st.c.cfg.Budget.Append(hi - lo); err != nil {
+			return ids, wrapOp("append", err)
+		}
 		err := st.appendRange(ctx, mb, msgs, ids, lo, hi, now)
 		if errors.Is(err, errMailboxGone) && !retried {
 			// The mailbox was destroyed under us (a server with delayed
@@ -102,7 +109,7 @@ func isInvalidProperties(err error) bool {
 func (st *Store) batchEnd(msgs []hub.Message, lo int) int {
 	budget := st.s.maxSizeRequest - 4096
 	hi := lo
-	for hi < len(msgs) && hi-lo < st.s.maxObjectsInSet {
+	for hi < len(msgs) && hi-lo < min(st.s.maxObjectsInSet, maxAppendBatch) {
 		size := int64(hub.BodySize(len(msgs[hi].Envelope)) + createOverhead)
 		if hi > lo && size > budget {
 			break

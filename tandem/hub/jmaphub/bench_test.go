@@ -110,7 +110,8 @@ func benchConfig(b *testing.B) Config {
 		b.Skip("no Cyrus configured (scripts/setup.d/20-cyrus.sh)")
 	}
 	user, pass, _ := strings.Cut(users[userBench], ":")
-	return Config{SessionURL: url, Username: user, Password: pass, PollInterval: time.Second}
+	return Config{SessionURL: url, Username: user, Password: pass, PollInterval: time.Second,
+		Budget: hub.NewRateBudget(hub.Rate{}, hub.Rate{})} // benchmarks append thousands
 }
 
 // fillBench makes the Tandem mailbox hold exactly n benchmark messages,

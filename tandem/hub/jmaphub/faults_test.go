@@ -242,3 +242,26 @@ func TestCyrusMissingMailboxAgrees(t *testing.T) {
 		t.Fatalf("Changes after Append made the mailbox again: %+v", c2)
 	}
 }
+
+// TestCyrusRateBudget (issue 15, point 14): the shared budget refuses a
+// session fetch (a login) and an append batch over it before anything is
+// sent, with an error matching hub.ErrUnavailable.
+func TestCyrusRateBudget(t *testing.T) {
+	cfg := cyrusUser(t, "mallory")
+	admin{openCyrus(t, cfg)}.reset(t)
+	cfg.Budget = hub.NewRateBudget(hub.Rate{N: 1, Per: time.Hour}, hub.Rate{N: 3, Per: time.Hour})
+	st := openCyrus(t, cfg)
+	_, err := Open(t.Context(), cfg)
+	var be *hub.BudgetError
+	if !errors.As(err, &be) || be.What != "login" || !errors.Is(err, hub.ErrUnavailable) {
+		t.Fatalf("a second login on a budget of one: %v", err)
+	}
+	two := []hub.Message{{Channel: hubtest.Channel(1), Envelope: hubtest.Envelope(80)}, {Channel: hubtest.Channel(2), Envelope: hubtest.Envelope(80)}}
+	mustT[[]hub.ID](t)(st.AppendBatch(t.Context(), two))
+	if _, err := st.AppendBatch(t.Context(), two); !errors.As(err, &be) || be.What != "append" {
+		t.Fatalf("two more appends on a budget of three: %v", err)
+	}
+	if c := mustT[hub.Changes](t)(st.Changes(t.Context(), nil)); len(c.Added) != 2 {
+		t.Fatalf("%d messages stored, want 2", len(c.Added))
+	}
+}

@@ -38,6 +38,10 @@ type Config struct {
 	// zero means DefaultRequestTimeout. A request that gets no whole
 	// answer in time fails with hub.ErrUnavailable.
 	RequestTimeout time.Duration
+	// Budget bounds logins (session fetches) and appends
+	// (docs/hub-providers.md); share one among a device's Stores. nil
+	// means a budget of the Store's own with hub.DefaultRates.
+	Budget *hub.RateBudget
 }
 
 // DefaultRequestTimeout is the default Config.RequestTimeout. A silent
@@ -84,6 +88,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = hub.NewDefaultRateBudget()
+	}
+	if err := cfg.Budget.Login(); err != nil {
+		return nil, fmt.Errorf("jmaphub: %w", err)
 	}
 	log := cfg.Logger
 	if log == nil {
