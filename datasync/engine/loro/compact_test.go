@@ -2,6 +2,7 @@ package loro
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
@@ -63,5 +64,31 @@ func TestCompactionOutcomes(t *testing.T) {
 	// holds a change the snapshot lacks and cannot be merged under.
 	if out, err := stale.ImportSnapshot("d", must[[]byte](t)(a.Snapshot("d"))); out != engine.Refused || err == nil {
 		t.Fatalf("compacted snapshot into the fork: %v %v", out, err)
+	}
+}
+
+// TestCompactionDefectLeavesDocument: testdata/shallow-defect.snap is a
+// document (three heads, from the randomized exchange test) whose shallow
+// snapshot loro-crdt 1.13.9 exports and then refuses to load — in Node
+// too; 1.17.1 loads it. Compact fails with ErrCompact and the document
+// keeps its whole history and content, and goes on replicating.
+func TestCompactionDefectLeavesDocument(t *testing.T) {
+	snap, err := os.ReadFile("testdata/shallow-defect.snap")
+	check(t, err)
+	e := newEngine(t, 1)
+	if out, err := e.ImportSnapshot("d", snap); out != engine.Applied {
+		t.Fatalf("load: %v %v", out, err)
+	}
+	before := stateOf(t, e)
+	if err := e.Compact("d"); !errors.Is(err, ErrCompact) {
+		t.Fatalf("Compact: %v", err)
+	}
+	if after := stateOf(t, e); !after.same(before) {
+		t.Fatalf("a failed compaction changed the document: %s -> %s", before.json, after.json)
+	}
+	check(t, e.Set("d", "after", tv("x")))
+	o := newEngine(t, 2)
+	if out, err := o.Import("d", must[[]byte](t)(e.Changes("d", nil))); out != engine.Applied {
+		t.Fatalf("replicating after the failed compaction: %v %v", out, err)
 	}
 }
