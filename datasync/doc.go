@@ -29,7 +29,10 @@
 //   - read v before parsing the body: frame.ReadVersion, frame.Parse;
 //     frame.TestVersionReadFirst.
 //   - consume a frame of unknown version without surfacing it:
-//     exchange.Session.Receive; exchange.TestUnknownVersionConsumed.
+//     exchange.Session.Receive; exchange.TestUnknownVersionConsumed; a v
+//     that is not a JSON integer ("1", 1.0) is an unknown version:
+//     frame.TestNonIntegerVersionIsUnknown,
+//     exchange.TestQuotedVersionNotActedOn.
 //   - a peer that has not advertised an encoding is not sent one:
 //     frame.Gate, exchange.Session.route; exchange.TestGatedPeerSentNothing,
 //     frame.TestGates.
@@ -44,7 +47,9 @@
 //     asked: exchange.Session.to; exchange.TestGroupAnswersAddressed.
 //   - bound addressed frames, promote the next roster-wide:
 //     exchange.Group.route; exchange.TestGroupAddressedBound (with
-//     testnet.GroupNet's forward-distance window).
+//     testnet.GroupNet's forward-distance window); across restarts of the
+//     sender (a new Group promotes its first addressed frame):
+//     exchange.TestGroupBoundAcrossSenderRestarts.
 //   - withhold when the bound is reached and the gate is closed:
 //     exchange.TestGroupBoundWithGateClosed.
 //
@@ -92,7 +97,11 @@
 //     docs/decisions/datasync-peer-state.md.
 //   - 32 KiB of document bytes per frame, checked before decoding:
 //     frame.decodeBudgeted; frame.TestBudgetBeforeDecoding,
-//     exchange.TestBudgetReported.
+//     exchange.TestBudgetReported. Offers are cut by their exact encoded
+//     size (escaped names, any version weight) and nothing over a bound is
+//     sent (frame.Marshal): exchange.TestOfferNamesNeedingEscapes,
+//     TestOfferLargeVersions; a peer's over-bound frame is reported:
+//     exchange.TestOverBoundFramesReported.
 //
 // §Attachments
 //   - name and mime absent rather than null: attach.Ref.Marshal;
@@ -108,7 +117,9 @@
 //   - no assumption about a peer's file-size limit: media.Receiver.MaxTotal
 //     is local only.
 //   - bounded repeats on both sides: attach.Fetcher.Fetch,
-//     attach.Holder.NeedBlob; attach.TestRepeatBounds.
+//     attach.Holder.NeedBlob; attach.TestRepeatBounds; the holder also
+//     bounds distinct hashes per peer and in total within a window:
+//     attach.TestHolderHashFlood.
 //   - no second transfer of bytes in flight to that peer: attach.Holder,
 //     media.Sender.SendData; attach.TestNoDuplicateTransfer,
 //     media.TestNoSecondTransferInFlight.
@@ -119,7 +130,15 @@
 //     media.Receiver.identify; attach.TestUnrequestedRefused,
 //     media.TestEarlyChunksReleasedOnRefusal.
 //   - expiry timed from the last sign of progress: attach.Fetcher.Progress,
-//     attach.Fetcher.Expire; attach.TestExpiryFromLastProgress.
+//     attach.Fetcher.Expire; attach.TestExpiryFromLastProgress; chunks
+//     before chunk 0 are no sign of progress:
+//     attach.TestEarlyChunksAreNoProgress.
+//   - no assumption of order on the transport: media.Receiver checks
+//     completion whenever a piece arrives, chunk 0 included;
+//     media.TestReorderedTransfersDelivered,
+//     attach.TestFetchOverReorderedMediaPath, media.FuzzReceiverReordered.
+//   - a fetch refused for lack of entry 3 records nothing that could
+//     admit bytes: replica.Link.Fetch; replica.TestRefusedFetchAdmitsNothing.
 //   - a fetched blob is never surfaced as a file or reported as a transfer:
 //     media.Receiver (Data and File never mix), attach.Store;
 //     media.TestDataNeverSurfacesAsFile, attach.TestFetchOverMediaPath.
@@ -147,7 +166,9 @@
 //     reported, other blobs still import: exchange.TestQuarantineAfterCrash,
 //     replica.TestQuarantineAcrossCrash (a helper process dies in the
 //     engine), cmd/ferry.TestPeerQuarantine (ferry peer --state keeps
-//     STATE.quarantine/); docs/decisions/datasync-quarantine.md.
+//     STATE.quarantine/); the list is bounded (quarantine.MaxQuarantined,
+//     oldest dropped): quarantine.TestQuarantineBounded;
+//     docs/decisions/datasync-quarantine.md.
 //
 // §Reporting
 //   - a document that cannot replicate is reported (exchange.Report, not a
