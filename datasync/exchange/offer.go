@@ -40,7 +40,7 @@ func (s *Session) offer(docs []string, reply, partial bool) []Out {
 			partial = true
 			continue
 		}
-		if _, err := frame.Marshal(frame.Frame{Kind: frame.KindNeedSnap, Doc: doc}); err != nil {
+		if err := frame.CheckDoc(doc); err != nil {
 			s.report(doc, err) // a name no frame can carry (empty, not UTF-8)
 			partial = true
 			continue
@@ -79,7 +79,7 @@ func offerBase(v uint64, reply bool) int {
 
 // offerEntry is the encoded length of one docs entry: "name":"base64".
 func offerEntry(doc string, v []byte) int {
-	return len(jsonstr.Append(nil, doc)) + len(`:""`) + base64.StdEncoding.EncodedLen(len(v))
+	return jsonstr.Len(doc) + len(`:""`) + base64.StdEncoding.EncodedLen(len(v))
 }
 
 // Commit returns the local commit of doc: its changes since before, the

@@ -98,8 +98,10 @@ func appendOffer(b []byte, f Frame) ([]byte, error) {
 	return append(b, "}}"...), nil
 }
 
-// checkDoc is Ferry's document name rule: any non-empty UTF-8
-// (docs/decisions/datasync-doc-names.md).
+// CheckDoc reports whether a frame can carry name as a document name:
+// Ferry's rule is any non-empty UTF-8 (docs/decisions/datasync-doc-names.md).
+func CheckDoc(name string) error { return checkDoc(name) }
+
 func checkDoc(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty document name", ErrMalformed)

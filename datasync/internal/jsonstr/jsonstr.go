@@ -5,6 +5,22 @@
 // more than that, which is why this exists.
 package jsonstr
 
+// Len is len(Append(nil, s)), computed without writing anything.
+func Len(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20:
+			n += 6
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // Append appends s to b as a JSON string. s must be valid UTF-8.
 func Append(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
