@@ -352,6 +352,10 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 			d.byHash[info.hash] = b.ID
 		}
 		switch {
+		case errors.Is(err, errLater):
+			d.mark(b.ID, MsgTodo)
+			deferred[b.ID] = true
+			d.log.Info("tandem/client: holding limit reached; the message is read again later", "id", b.ID, "err", err)
 		case errors.Is(err, errStashed):
 			// a sharing message, judged after the pull (share.go)
 		case errors.Is(err, errIgnore):
@@ -386,6 +390,10 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 
 // errIgnore marks a message left alone without error (§10.4, §15).
 var errIgnore = errors.New("ignored")
+
+// errLater marks a message a holding limit keeps out for now: it is read
+// from the hub again at a later Sync, not rejected.
+var errLater = errors.New("read again later")
 
 // errHeld marks a message held for a missing dependency.
 var errHeld = errors.New("held")
@@ -433,7 +441,11 @@ func (d *Device) open(b hub.Body) (*opened, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := ch.coll.chain.AddFragment(f); err != nil {
+		err = ch.coll.chain.AddFragmentIn(f, ch.epoch)
+		if errors.Is(err, roster.ErrLimit) {
+			return nil, fmt.Errorf("%w: %w", errLater, err) // not final: read again later (§9.4)
+		}
+		if err != nil {
 			return nil, err
 		}
 		d.delta.Fragments = append(d.delta.Fragments, SavedFragment{Collection: ch.coll.id, Payload: p.Inventory})
