@@ -2,9 +2,9 @@ package tandem
 
 import (
 	"crypto/ed25519"
-	"errors"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"

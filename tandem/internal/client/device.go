@@ -110,7 +110,7 @@ type Device struct {
 	outSeq  uint64
 	share   *shares // sharing messages waiting to be judged (share.go)
 	delta   Delta   // changes not yet given to the journal
-	broken  error // a journal commit failed after memory changed
+	broken  error   // a journal commit failed after memory changed
 	now     func() time.Time
 }
 

@@ -667,5 +667,4 @@ func randomBytes(r io.Reader, n int) ([]byte, error) {
 	return b, err
 }
 
-
 func hubID(s string) hub.ID { return hub.ID(s) }

@@ -26,15 +26,15 @@ type InvitePolicy struct {
 
 // InvitePayload is the invite's JSON payload (§11.1).
 type InvitePayload struct {
-	T    string          `json:"t,required"`
-	V    int64           `json:"v,required"`
-	Hub  RawJSON         `json:"hub,omitempty"`
-	C    [16]byte        `json:"c,required"`
-	I    [16]byte        `json:"i,required"`
-	S    [32]byte        `json:"s,required"`
-	By   InviteBy        `json:"by,required"`
-	Hint string          `json:"hint,omitempty"`
-	Exp  int64           `json:"exp,required"`
+	T    string   `json:"t,required"`
+	V    int64    `json:"v,required"`
+	Hub  RawJSON  `json:"hub,omitempty"`
+	C    [16]byte `json:"c,required"`
+	I    [16]byte `json:"i,required"`
+	S    [32]byte `json:"s,required"`
+	By   InviteBy `json:"by,required"`
+	Hint string   `json:"hint,omitempty"`
+	Exp  int64    `json:"exp,required"`
 }
 
 // RawJSON is a JSON value kept as its exact bytes (a hub descriptor, read
