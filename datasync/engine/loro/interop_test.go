@@ -46,6 +46,7 @@ func TestInteropWithNode(t *testing.T) {
 			set(2, "a", text("from node")),
 			set(2, "c", &jv{Kind: "bytes", Value: "cafe"}),
 			{Op: "del", Coll: "data", Key: "b"},
+			{Op: "container", Coll: "data", Key: "nested"}, // not a DATA_V1 value
 		},
 		"import":   []string{hex.EncodeToString(goUpdate)},
 		"snapshot": hex.EncodeToString(goSnap),
@@ -77,5 +78,23 @@ func TestInteropWithNode(t *testing.T) {
 	}
 	if r, ok := fresh.Ref("d", "photo"); !ok || r != refFor("photo.jpg") {
 		t.Errorf("Ferry's reference read back through Node as %+v %v", r, ok)
+	}
+	// A nested container replicates (it is in the JSON) but reads as absent.
+	fresh.mu.Lock()
+	live := fresh.in.HeapLive()
+	fresh.mu.Unlock()
+	for range 3 {
+		if v, ok := fresh.Get("d", "nested"); ok {
+			t.Errorf("nested container read as %+v", v)
+		}
+	}
+	if _, ok := fresh.Values("d", DefaultCollection)["nested"]; ok {
+		t.Error("nested container listed among the values")
+	}
+	fresh.mu.Lock()
+	leaked := fresh.in.HeapLive() - live
+	fresh.mu.Unlock()
+	if leaked != 0 {
+		t.Errorf("reading a container leaked %d JS values", leaked)
 	}
 }

@@ -286,16 +286,20 @@ func (e *Engine) Get(doc, key string) (Value, bool) { return e.GetIn(doc, Defaul
 
 // GetIn reads key from collection; ok is false when it is absent or not a
 // DATA_V1 value.
-func (e *Engine) GetIn(doc, collection, key string) (Value, bool) {
-	all, err := e.jsValue(doc)
+func (e *Engine) GetIn(name, collection, key string) (Value, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.docs[name]
+	if d == nil || checkName(collection, key) != nil {
+		return Value{}, false
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	x, err := e.in.MapGet(ctx, d.h, collection, key)
 	if err != nil {
+		_ = e.trapped(ctx, err)
 		return Value{}, false
 	}
-	c, ok := all.Get(collection).(*lorowasm.Object)
-	if !ok {
-		return Value{}, false
-	}
-	x := c.Get(key)
 	if _, absent := x.(lorowasm.Undefined); absent {
 		return Value{}, false
 	}
@@ -303,19 +307,26 @@ func (e *Engine) GetIn(doc, collection, key string) (Value, bool) {
 }
 
 // Values returns every readable key and value of collection.
-func (e *Engine) Values(doc, collection string) map[string]Value {
+func (e *Engine) Values(name, collection string) map[string]Value {
 	out := map[string]Value{}
-	all, err := e.jsValue(doc)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.docs[name]
+	if d == nil || checkName(collection, "k") != nil {
+		return out
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	x, err := e.in.MapJSON(ctx, d.h, collection)
 	if err != nil {
+		_ = e.trapped(ctx, err)
 		return out
 	}
-	c, ok := all.Get(collection).(*lorowasm.Object)
-	if !ok {
-		return out
-	}
-	for _, k := range c.Keys() {
-		if v, ok := fromJS(c.Get(k)); ok {
-			out[k] = v
+	if c, ok := x.(*lorowasm.Object); ok {
+		for _, k := range c.Keys() {
+			if v, ok := fromJS(c.Get(k)); ok {
+				out[k] = v
+			}
 		}
 	}
 	return out

@@ -15,7 +15,7 @@
 //        load each snapshot into a fresh document and answer, per
 //        document, its JSON and its own re-export as a snapshot (hex)
 "use strict";
-const { LoroDoc, VersionVector } = require("loro-crdt");
+const { LoroDoc, LoroMap, VersionVector } = require("loro-crdt");
 
 const hex = (u8) => Buffer.from(u8).toString("hex");
 const unhex = (s) => new Uint8Array(Buffer.from(s, "hex"));
@@ -76,6 +76,7 @@ function edit(d, step) {
     case "set": m.set(step.key, jsValue(step.value)); break;
     case "del": m.delete(step.key); break;
     case "batch": for (const [k, v] of step.entries) m.set(k, jsValue(v)); break;
+    case "container": m.setContainer(step.key, new LoroMap()).set("inner", 1); break;
   }
   d.commit();
 }

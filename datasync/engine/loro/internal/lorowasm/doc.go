@@ -369,3 +369,52 @@ func (in *Instance) DecodeBlobMeta(ctx context.Context, blob []byte) (BlobMeta, 
 	}
 	return m, nil
 }
+
+// MapGet is getMap(collection).get(key): the value under key as a JS value
+// (Undefined when absent; a container arrives as a Wrapped handle, which
+// is released here and answered as Undefined).
+func (in *Instance) MapGet(ctx context.Context, d *Doc, collection, key string) (any, error) {
+	m, err := in.rootMap(ctx, d, collection)
+	if err != nil {
+		return nil, err
+	}
+	kp, kn, err := in.alloc(ctx, []byte(key))
+	if err != nil {
+		return nil, err
+	}
+	res, err := in.Call(ctx, "loromap_get", uint64(m), kp, kn)
+	if err != nil {
+		return nil, err
+	}
+	v := in.heap.take(uint32(res[0]))
+	if w, ok := v.(*Wrapped); ok {
+		if _, err := in.Call(ctx, "__wbg_"+lower(w.Class)+"_free", uint64(w.Ptr), 0); err != nil {
+			return nil, err
+		}
+		return Undefined{}, nil
+	}
+	return v, nil
+}
+
+// MapJSON is getMap(collection).toJSON().
+func (in *Instance) MapJSON(ctx context.Context, d *Doc, collection string) (any, error) {
+	m, err := in.rootMap(ctx, d, collection)
+	if err != nil {
+		return nil, err
+	}
+	res, err := in.Call(ctx, "loromap_toJSON", uint64(m))
+	if err != nil {
+		return nil, err
+	}
+	return in.heap.take(uint32(res[0])), nil
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
