@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // newEvoluCmd is "ferry evolu": an Evolu client.
@@ -168,7 +167,7 @@ func newEvoluPutCmd() *cobra.Command {
 				c.IsInsert = true
 			} else {
 				var err error
-				if c.ID, err = protocol.ParseID(id); err != nil {
+				if c.ID, err = client.ParseID(id); err != nil {
 					return err
 				}
 			}

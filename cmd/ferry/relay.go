@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
 
@@ -107,7 +106,7 @@ func (f relayFlags) config(log *slog.Logger) (relay.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		cfg.IsOwnerAllowed = func(_ context.Context, o protocol.OwnerID) (bool, error) { return allowed[o], nil }
+		cfg.IsOwnerAllowed = func(_ context.Context, o relay.OwnerID) (bool, error) { return allowed[o], nil }
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return cfg, errors.New("--tls-cert and --tls-key go together")
@@ -238,7 +237,7 @@ first write registers a new one). A SQLite database must not be in use by a
 relay: stop it first. With Postgres the relays keep running.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := protocol.ParseOwnerID(args[0])
+			o, err := relay.ParseOwnerID(args[0])
 			if err != nil {
 				return fmt.Errorf("%q is not an OwnerId (22 base64url characters)", args[0])
 			}

@@ -8,17 +8,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/relay"
 )
 
 // quotaPolicy is a --quota-file: a default and per-owner quotas in bytes
 // (0: unlimited).
 type quotaPolicy struct {
 	def    int64
-	owners map[protocol.OwnerID]int64
+	owners map[relay.OwnerID]int64
 }
 
-func (q quotaPolicy) of(o protocol.OwnerID) int64 {
+func (q quotaPolicy) of(o relay.OwnerID) int64 {
 	if n, ok := q.owners[o]; ok {
 		return n
 	}
@@ -53,7 +53,7 @@ func policyLines(path string, fn func(fields []string) error) error {
 
 // loadQuotaFile reads lines "OWNER_ID BYTES" and "* BYTES" (the default).
 func loadQuotaFile(path string) (quotaPolicy, error) {
-	q := quotaPolicy{owners: map[protocol.OwnerID]int64{}}
+	q := quotaPolicy{owners: map[relay.OwnerID]int64{}}
 	err := policyLines(path, func(f []string) error {
 		if len(f) != 2 {
 			return fmt.Errorf(`want "OWNER_ID BYTES" or "* BYTES"`)
@@ -66,7 +66,7 @@ func loadQuotaFile(path string) (quotaPolicy, error) {
 			q.def = n
 			return nil
 		}
-		o, err := protocol.ParseOwnerID(f[0])
+		o, err := relay.ParseOwnerID(f[0])
 		if err != nil {
 			return fmt.Errorf("%q is not an OwnerId", f[0])
 		}
@@ -96,13 +96,13 @@ func parseBytes(s string) (int64, error) {
 }
 
 // loadOwnerList reads one OwnerId a line.
-func loadOwnerList(path string) (map[protocol.OwnerID]bool, error) {
-	out := map[protocol.OwnerID]bool{}
+func loadOwnerList(path string) (map[relay.OwnerID]bool, error) {
+	out := map[relay.OwnerID]bool{}
 	err := policyLines(path, func(f []string) error {
 		if len(f) != 1 {
 			return fmt.Errorf("want one OwnerId a line")
 		}
-		o, err := protocol.ParseOwnerID(f[0])
+		o, err := relay.ParseOwnerID(f[0])
 		if err != nil {
 			return fmt.Errorf("%q is not an OwnerId", f[0])
 		}

@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // FuzzDecodeValue: decodeSqliteValue never panics, and a decoded value

@@ -20,7 +20,7 @@ import (
 
 	"github.com/ferry-sync/ferry/evolu/internal/bip39"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // Owner holds the keys of an Evolu owner (Owner.ts Owner).

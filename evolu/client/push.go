@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // CrdtMessage is a DbChange with its Timestamp.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // RunOptions configure Run.
@@ -81,7 +81,7 @@ func permanent(err error) bool {
 }
 
 func runOnce(ctx context.Context, u string, o Owner, st *Store, opts RunOptions) error {
-	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	ws, _, err := websocket.Dial(ctx, u, opts.dialOptions())
 	if err != nil {
 		return fmt.Errorf("evolu client: dial: %w", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 const clientSchema = `

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // SyncReport tells what one sync exchanged.
@@ -39,6 +40,13 @@ type SyncOptions struct {
 	// ReplyTimeout is how long to wait for the relay's reply to a request
 	// (default 30 s); a relay does not answer a request it cannot decode.
 	ReplyTimeout time.Duration
+	// HTTPClient, when set, makes the WebSocket connection (for example
+	// with the TLS roots of a private relay); nil uses http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+func (o SyncOptions) dialOptions() *websocket.DialOptions {
+	return &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled, HTTPClient: o.HTTPClient}
 }
 
 // DefaultReplyTimeout is SyncOptions.ReplyTimeout's default.
@@ -89,7 +97,7 @@ func Sync(ctx context.Context, relayURL string, o Owner, st *Store, opts SyncOpt
 	if err != nil {
 		return rep, err
 	}
-	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	ws, _, err := websocket.Dial(ctx, u, opts.dialOptions())
 	if err != nil {
 		return rep, fmt.Errorf("evolu client: dial %s: %w", relayURL, err)
 	}

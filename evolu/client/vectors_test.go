@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // jsonValue is a vector's SqliteValue: {kind, v, hex, negativeZero}.

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // The side-by-side benchmarks of issue 5: the same client workload (the
-// evolu/protocol client over a WebSocket, protocolSync, with in-memory
+// evolu/internal/protocol client over a WebSocket, protocolSync, with in-memory
 // stores) against the real TS relay and the Ferry relay, each running as its
 // own process on 127.0.0.1. Every iteration starts both relays empty, runs the
 // workload against the TS relay (the anchor) and then the Ferry relay, and

@@ -1,5 +1,5 @@
 // Package interop holds the tests that run Ferry's Evolu implementation
-// (evolu/protocol, evolu/relay, evolu/client) against the real Evolu npm
+// (evolu/internal/protocol, evolu/relay, evolu/client) against the real Evolu npm
 // packages, and the side-by-side benchmarks of the Ferry relay and the real
 // TypeScript relay.
 //
@@ -32,7 +32,7 @@
 //     testdata/evolu are made by the real package, and TestVectorsRegenerate
 //     here proves they are what it makes today. They are asserted, without
 //     Node, by the packages that own the code (all loaded through
-//     evolu/internal/vectors): evolu/protocol's TestVectors* (varint and
+//     evolu/internal/vectors): evolu/internal/protocol's TestVectors* (varint and
 //     header version, timestamps, message buffers and their limits,
 //     Decode/Encode round trips, relay replies and client outcomes) and
 //     TestVectorsRBSRMemory (transcripts on the memory store);

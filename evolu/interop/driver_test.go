@@ -9,8 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // wsStats describes one sync session.
@@ -27,7 +27,7 @@ type wsStats struct {
 }
 
 // protocolSync is the benchmark's client workload, the same for both relays:
-// the evolu/protocol client functions over a WebSocket, as Evolu does — a
+// the evolu/internal/protocol client functions over a WebSocket, as Evolu does — a
 // createProtocolMessageForSync request, then applyProtocolMessageAsClient on
 // every reply until it stops answering. It is deliberately independent of
 // evolu/client so the relays are compared under one fixed client.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // Points (a)–(d) of issue 5, against the real npm packages (see doc.go).

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // The Ferry client's live loop (client.Run: subscribe, apply broadcasts,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // TestProtocolSyncThroughTSRelay runs Ferry's protocol functions (no

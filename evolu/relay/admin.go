@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // OwnerUsage is what one owner stores in a relay's database.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ferry-sync/ferry/evolu/client"
 	"github.com/ferry-sync/ferry/evolu/internal/pgtest"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // The scale-out benchmarks of issue 16: the same workloads against one

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // fanout carries broadcasts between the relay processes of one Postgres

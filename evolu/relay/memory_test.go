@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // pushAll stores msgs of o in the relay at url, in requests that fit.

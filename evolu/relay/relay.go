@@ -25,8 +25,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // Server is a relay. Create it with New, run it with Serve (or mount

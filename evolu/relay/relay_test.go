@@ -10,7 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
 

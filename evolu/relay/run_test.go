@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
 

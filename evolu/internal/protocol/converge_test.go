@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	. "github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/synctest"
-	. "github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 func randomChange(r *rand.Rand, n int) []byte {

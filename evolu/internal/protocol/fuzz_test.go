@@ -21,7 +21,7 @@ func fuzzSeeds(f *testing.F) {
 	}
 	// Package protocol cannot import evolu/internal/vectors (it imports
 	// protocol), so the seeds read the file directly.
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "evolu", "messages.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "evolu", "messages.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -3,8 +3,8 @@ package protocol_test
 import (
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 func TestVectorsRBSRMemory(t *testing.T) {

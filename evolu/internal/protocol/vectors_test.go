@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 // The vectors in testdata/evolu are made by the real @evolu/common 8.11.0

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // OwnerUsage is what one owner stores.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/internal/pgtest"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 func openPG(t testing.TB, dsn string, cfg Config) *Store {

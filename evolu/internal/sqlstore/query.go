@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // The protocol.Storage queries, answered from the block index.

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // Block rows, packed on disk and cached in memory

@@ -36,7 +36,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/synctest"
 	"github.com/ferry-sync/ferry/evolu/internal/vectors"
-	"github.com/ferry-sync/ferry/evolu/protocol"
 )
 
 func openTest(t testing.TB, cfg Config) *Store {

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // OnNew is called inside the write transaction for each message the store

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // Session runs one client session against a relay until the client sees

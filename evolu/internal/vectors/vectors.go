@@ -4,11 +4,11 @@
 // converts their hex strings (Unhex), digests (SHA256) and timestamps
 // (Timestamp), and it holds the generators the vectors describe by rule
 // (PatternChange, Universe) and the RBSR transcript replay (ReplayRBSR),
-// run on the memory store by evolu/protocol and on the SQLite store by
+// run on the memory store by evolu/internal/protocol and on the SQLite store by
 // evolu/internal/sqlstore.
 //
 // Package protocol's own (in-package) tests cannot import this package,
-// which imports protocol; the vector tests of evolu/protocol are therefore
+// which imports protocol; the vector tests of evolu/internal/protocol are therefore
 // package protocol_test (export_test.go opens the decoder to them).
 package vectors
 
@@ -22,7 +22,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/ferry-sync/ferry/evolu/protocol"
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // Dir is the directory of the vectors.

@@ -1,0 +1,43 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
+)
+
+// The protocol types an app names when it uses this package; the wire
+// codec itself is internal.
+type (
+	// OwnerID identifies an owner: 16 bytes, written as 22 base64url
+	// characters.
+	OwnerID = protocol.OwnerID
+	// ID is a row id: 16 bytes, written as 22 base64url characters.
+	ID = protocol.ID
+	// Timestamp is an Evolu hybrid logical clock timestamp.
+	Timestamp = protocol.Timestamp
+	// WriteKey is an owner's 16-byte write key.
+	WriteKey = protocol.WriteKey
+)
+
+// ParseOwnerID parses the 22-character form of an OwnerId.
+func ParseOwnerID(s string) (OwnerID, error) { return protocol.ParseOwnerID(s) }
+
+// ParseID parses the 22-character form of a row id.
+func ParseID(s string) (ID, error) { return protocol.ParseID(s) }
+
+// IsQuotaError reports whether err is the relay's ProtocolQuotaError: the
+// owner's changes would exceed the relay's quota.
+func IsQuotaError(err error) bool { return relayCode(err) == protocol.QuotaError }
+
+// IsWriteKeyError reports whether err is the relay's ProtocolWriteKeyError:
+// another device registered a different write key for the owner.
+func IsWriteKeyError(err error) bool { return relayCode(err) == protocol.WriteKeyError }
+
+func relayCode(err error) protocol.ErrorCode {
+	var re *protocol.ResponseError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return protocol.NoError
+}
