@@ -3,8 +3,9 @@
 //
 // Operations, as §10.3 gives them:
 //
-//   - Login: LOGIN, or AUTHENTICATE PLAIN where the server disables LOGIN;
-//     TLS is implicit (Config.TLS, port 993); STARTTLS is not implemented.
+//   - Login: LOGIN, or AUTHENTICATE PLAIN where the server disables LOGIN,
+//     over implicit TLS (port 993) or STARTTLS (port 143), Config.Security;
+//     plaintext only to a loopback test server.
 //   - EnsureFolder: NAMESPACE for the personal prefix, LIST "" <prefix>Tandem,
 //     CREATE if missing; NO [ALREADYEXISTS] is success.
 //   - Append: APPEND <prefix>Tandem (\Seen) {literal} with the §10.4 message;
@@ -22,17 +23,26 @@
 //     header fields Changes has kept, UID FETCH (BODY.PEEK[TEXT]) alone
 //     (docs/decisions/tandem-hub-imap-header-cache.md).
 //   - Destroy: UID STORE +FLAGS.SILENT (\Deleted), then UID EXPUNGE.
-//   - Watch: IDLE on its own connection, re-issued every 28 minutes.
+//   - Watch: IDLE on its own connection; every 4 minutes DONE, SELECT again
+//     (a deleted folder ends Watch with hub.ErrNoFolder), IDLE again.
+//
+// Every wait for the server has a deadline (Config.ReplyTimeout); a failed
+// or silent connection is a *hub.UnavailableError, an unusable answer a
+// *hub.ProtocolError (docs/decisions/tandem-hub-errors.md,
+// docs/decisions/tandem-hub-imap-watch-deadlines.md). Logins and appends
+// are taken from a hub.RateBudget (docs/hub-providers.md).
 //
 // A command connection is kept between calls. When the server has closed
 // it meanwhile (idle logout, restart), an idempotent operation (EnsureFolder,
 // Changes, Fetch, Destroy), or an Append whose message was not yet sent,
 // runs once more on a fresh connection; anything else is returned.
 //
-// Ids are "<UIDVALIDITY>.<UID>". The cursor carries UIDVALIDITY,
-// HIGHESTMODSEQ, the last UID seen and the set of UIDs reported as added, so
-// a cursor alone (after a restart, on another connection, even through
-// another server instance of the same store) is enough to compute changes.
+// Ids are "<UIDVALIDITY>.<UID>". The cursor carries the identity of what it
+// counts (server, user, folder, MAILBOXID, UIDVALIDITY), HIGHESTMODSEQ, the
+// last UID seen and the set of UIDs reported as added, so a cursor alone
+// (after a restart, on another connection) is enough to compute changes,
+// and a cursor of another account or folder is a full resync from nothing
+// (docs/decisions/tandem-hub-cursor-identity.md).
 //
 // # Why a small IMAP client of its own
 //

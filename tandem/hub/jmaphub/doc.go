@@ -29,11 +29,15 @@
 // binding must handle. Written by hand: the JMAP request/response envelope,
 // RFC 6570 level-1 URL templates, and a small text/event-stream parser.
 //
-// Every server answer the binding cannot use (truncated or invalid JSON, a
-// body that is not a JMAP Response, a missing or unexpected method response,
-// a malformed event) is a *hub.ProtocolError; a method error is a
-// *MethodError; an HTTP failure an *HTTPError. None of them changes a
-// caller's cursor, which is only ever returned, never kept.
+// Every server answer the binding cannot use (invalid JSON, a body that is
+// not a JMAP Response, a missing or unexpected method response, a
+// malformed event) is a *hub.ProtocolError; a method error is a
+// *MethodError; an HTTP failure an *HTTPError (5xx and 429 also match
+// hub.ErrUnavailable); a transport failure, a body cut short or a request
+// past Config.RequestTimeout is a *hub.UnavailableError. None of them
+// changes a caller's cursor, which is only ever returned, never kept. A
+// cursor names its server, account and mailbox; another's is a full
+// resync from nothing (docs/decisions/tandem-hub-cursor-identity.md).
 //
 // Decisions: docs/decisions/tandem-hub-jmap-*.md.
 package jmaphub
