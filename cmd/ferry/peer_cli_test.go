@@ -177,12 +177,13 @@ func TestPeerDialerRedials(t *testing.T) {
 	}
 }
 
-// fails runs ferry and checks it exits non-zero with a line containing want.
+// fails runs ferry and checks it exits 1 (main's exit code for every
+// failure) with a line containing want.
 func fails(t *testing.T, want string, args ...string) *proc {
 	t.Helper()
 	p := ferry(t, args...)
-	if code := p.wait(t); code == 0 {
-		t.Fatalf("ferry %v exited 0\nstderr:\n%s", args, &p.stderr)
+	if code := p.wait(t); code != 1 {
+		t.Fatalf("ferry %v exited %d, want 1\nstderr:\n%s", args, code, &p.stderr)
 	}
 	if !strings.Contains(p.stderr.String(), want) {
 		t.Fatalf("ferry %v: stderr lacks %q:\n%s", args, want, &p.stderr)
