@@ -99,6 +99,8 @@ type doc struct {
 	// localFrom is the version before local edits not yet kept in log
 	// (nil when there are none).
 	localFrom []byte
+	// staged holds local edits until Flush (see flush.go).
+	staged []staged
 	// pending counts the imports held behind a missing predecessor.
 	pending int
 }

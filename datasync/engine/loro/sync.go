@@ -234,11 +234,19 @@ func (e *Engine) apply(ctx context.Context, name string, d *doc, blob []byte, sn
 	case len(st.Success) == 0:
 		return engine.AlreadyHeld, nil
 	}
-	if err := e.persist(ctx, name, d); err != nil {
-		if rerr := e.rollback(ctx, d); rerr != nil {
-			err = errors.Join(err, rerr)
+	folded := false
+	if out == engine.Applied && len(d.staged) > 0 {
+		// Staged local edits join the applied import (engine.Flusher).
+		if err := e.fold(ctx, d); err != nil {
+			return engine.Failed, err
 		}
-		return engine.Failed, err
+		folded = true
+	}
+	if err := e.persist(ctx, name, d); err != nil {
+		return engine.Failed, e.undo(ctx, d, err)
+	}
+	if folded {
+		d.staged = nil
 	}
 	if out == engine.MissingPredecessor {
 		d.pending++
