@@ -185,3 +185,16 @@ func TestBadVersionTokenDropsFrame(t *testing.T) {
 		t.Fatalf("answered %s, created good %v, reports %v", kinds(outs), a.kv.Has("good"), a.reports)
 	}
 }
+
+// A stream of broken frames naming no document is reported once per kind
+// per DroppedEvery, not once per frame.
+func TestDroppedFramesReportedOncePerKind(t *testing.T) {
+	a, _ := pair(t)
+	for range 100 {
+		a.sess["b"].Receive([]byte(frame.Prefix + `{"v":` + fmt.Sprint(engine.KVEncoding.V) + `,"k":"vv"}`))
+		a.sess["b"].Receive([]byte("not a frame"))
+	}
+	if len(a.reports) != 2 {
+		t.Fatalf("%d reports for 200 broken frames of two kinds: %v", len(a.reports), a.reports)
+	}
+}

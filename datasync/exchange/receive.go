@@ -37,12 +37,7 @@ func (s *Session) Receive(wire []byte) []Out {
 	f, err := frame.Parse(wire, s.enc().V)
 	if err != nil {
 		if !errors.Is(err, frame.ErrUnknownVersion) {
-			var ob *frame.OverBudgetError
-			doc := ""
-			if errors.As(err, &ob) {
-				doc = ob.Doc
-			}
-			s.report(doc, err)
+			s.reportDropped(err)
 		}
 		return nil
 	}

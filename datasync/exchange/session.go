@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
@@ -178,8 +179,9 @@ type Session struct {
 	blobs     BlobHandler
 
 	mu        sync.Mutex
-	unflushed map[string][]byte // doc -> version before its first unsent local edit
-	applied   atomic.Int64      // the peer's changes and snapshots this session applied
+	unflushed map[string][]byte    // doc -> version before its first unsent local edit
+	applied   atomic.Int64         // the peer's changes and snapshots this session applied
+	dropped   map[string]time.Time // kind of unreadable frame -> last reported
 }
 
 // Applied returns how many of the peer's changes and snapshots (deltas,
@@ -203,7 +205,7 @@ type Options struct {
 // NewSession returns the exchange with peer over sp.
 func NewSession(sp *Space, peer PeerID, o Options) *Session {
 	return &Session{space: sp, peer: peer, caps: slices.Clone(o.Caps), group: o.Group,
-		maxRecord: o.MaxRecordBytes, blobs: o.Blobs, unflushed: map[string][]byte{}}
+		maxRecord: o.MaxRecordBytes, blobs: o.Blobs, unflushed: map[string][]byte{}, dropped: map[string]time.Time{}}
 }
 
 // Peer returns the peer this session exchanges with.
@@ -213,6 +215,44 @@ func (s *Session) enc() engine.Encoding { return s.space.Engine.Encoding() }
 
 func (s *Session) report(doc string, err error) {
 	s.space.report(Report{Peer: s.peer, Doc: doc, Err: err})
+}
+
+// DroppedEvery is how often a session reports dropped frames of one kind
+// that name no document: a peer sending a stream of broken frames is
+// reported once a minute, not once a frame.
+const DroppedEvery = time.Minute
+
+// reportDropped reports a frame dropped because it could not be read:
+// always when it names a document, else once per kind of failure per
+// DroppedEvery.
+func (s *Session) reportDropped(err error) {
+	var ob *frame.OverBudgetError
+	if errors.As(err, &ob) && ob.Doc != "" {
+		s.report(ob.Doc, err)
+		return
+	}
+	kind := "malformed"
+	switch {
+	case ob != nil && ob.Frame:
+		kind = "frame bound"
+	case ob != nil:
+		kind = "offer budget"
+	case errors.Is(err, frame.ErrUnknownKind):
+		kind = "unknown kind"
+	case errors.Is(err, frame.ErrNotFrame):
+		kind = "not a frame"
+	}
+	s.mu.Lock()
+	now := time.Now()
+	last, seen := s.dropped[kind]
+	if !seen || now.Sub(last) >= DroppedEvery {
+		s.dropped[kind] = now
+		seen = false
+	}
+	s.mu.Unlock()
+	if !seen {
+		s.report("", err)
+	}
 }
 
 // to addresses f to the peer.
