@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
@@ -24,7 +25,7 @@ func NewPushRequest(random io.Reader, o Owner, msgs []CrdtMessage, maxSize int) 
 	buf := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, WriteKey: &o.WriteKey, TotalMaxSize: maxSize})
 	n := 0
 	for _, m := range msgs {
-		enc, err := EncryptChange(random, m.Timestamp, m.Change, o.EncryptionKey)
+		enc, err := changecodec.EncryptChange(random, m.Timestamp, m.Change, o.EncryptionKey)
 		if err != nil {
 			return nil, 0, err
 		}

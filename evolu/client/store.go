@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
 )
@@ -139,7 +140,7 @@ func (s *Store) WriteMessages(ctx context.Context, owner protocol.OwnerID, msgs 
 		if !ok {
 			return s.exec(ctx, tx, sqlUnreadable, owner[:], t[:], "no key for owner")
 		}
-		c, err := DecryptChange(m, key)
+		c, err := changecodec.DecryptChange(m, key)
 		if err != nil {
 			return s.exec(ctx, tx, sqlUnreadable, owner[:], t[:], err.Error())
 		}
@@ -247,7 +248,7 @@ func (s *Store) Put(ctx context.Context, o Owner, c DbChange) (protocol.Timestam
 	if err := tx.Commit(); err != nil {
 		return ts, err
 	}
-	enc, err := EncryptChange(s.random, ts, c, o.EncryptionKey)
+	enc, err := changecodec.EncryptChange(s.random, ts, c, o.EncryptionKey)
 	if err != nil {
 		return ts, err
 	}

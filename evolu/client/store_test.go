@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
@@ -28,7 +29,7 @@ func TestStoreLastWriterWins(t *testing.T) {
 	id := protocol.ID{9}
 	enc := func(ms uint64, v Value) protocol.EncryptedMessage {
 		ts := protocol.Timestamp{Millis: ms}
-		c, err := EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", ID: id, Values: []Column{{Name: "v", Value: v}}}, o.EncryptionKey)
+		c, err := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", ID: id, Values: []Column{{Name: "v", Value: v}}}, o.EncryptionKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestStoreUnreadableIsStoredNotApplied(t *testing.T) {
 	st.AddOwner(o)
 	other := OwnerFromSecret(Secret{3})
 	ts := protocol.Timestamp{Millis: 5}
-	c, _ := EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", Values: []Column{{Name: "v", Value: 1.0}}}, other.EncryptionKey)
+	c, _ := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", Values: []Column{{Name: "v", Value: 1.0}}}, other.EncryptionKey)
 	msgs := []protocol.EncryptedMessage{{Timestamp: ts, Change: c}, {Timestamp: protocol.Timestamp{Millis: 6}, Change: []byte{1, 2}}}
 	if err := st.WriteMessages(ctx, o.ID, msgs); err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestStorePutClock(t *testing.T) {
 	}
 	// A received later timestamp moves the clock forward.
 	later := protocol.Timestamp{Millis: 5000}
-	c, _ := EncryptChange(bytes.NewReader(make([]byte, 24)), later, DbChange{Table: "t", ID: protocol.ID{2}}, o.EncryptionKey)
+	c, _ := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), later, DbChange{Table: "t", ID: protocol.ID{2}}, o.EncryptionKey)
 	if err := st.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{{Timestamp: later, Change: c}}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestStorePutClock(t *testing.T) {
 func TestSystemColumnsRejected(t *testing.T) {
 	var key [32]byte
 	for _, col := range []string{"id", "createdAt", "updatedAt", "isDeleted", "ownerId"} {
-		if _, err := EncryptChange(bytes.NewReader(make([]byte, 24)), protocol.Timestamp{}, DbChange{Table: "t", Values: []Column{{Name: col, Value: 1.0}}}, key); err == nil {
+		if _, err := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), protocol.Timestamp{}, DbChange{Table: "t", Values: []Column{{Name: col, Value: 1.0}}}, key); err == nil {
 			t.Errorf("%s accepted", col)
 		}
 	}

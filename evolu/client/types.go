@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 
+	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
@@ -18,6 +19,13 @@ type (
 	Timestamp = protocol.Timestamp
 	// WriteKey is an owner's 16-byte write key.
 	WriteKey = protocol.WriteKey
+	// DbChange is one row change (Put writes it; its encrypted form is
+	// what relays store).
+	DbChange = changecodec.DbChange
+	// Column is one column value of a DbChange or a Row.
+	Column = changecodec.Column
+	// Value is a column value: nil, float64, string or []byte.
+	Value = changecodec.Value
 )
 
 // ParseOwnerID parses the 22-character form of an OwnerId.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/client"
+	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
 	"github.com/ferry-sync/ferry/evolu/relay"
@@ -114,7 +115,7 @@ func writeFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner 
 	msgs := make([]protocol.EncryptedMessage, 0, len(idx))
 	for _, i := range idx {
 		ts := itemTimestamp(i)
-		enc, err := client.EncryptChange(rand.Reader, ts, itemChange(i, pad), owner.EncryptionKey)
+		enc, err := changecodec.EncryptChange(rand.Reader, ts, itemChange(i, pad), owner.EncryptionKey)
 		if err != nil {
 			t.Fatal(err)
 		}

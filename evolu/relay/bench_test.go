@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/evolu/client"
+	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
@@ -49,7 +50,7 @@ func newFleet(t testing.TB, n, m int) *clientFleet {
 			ts := protocol.Timestamp{Millis: uint64(1_700_000_000_000 + j), NodeID: protocol.NodeID{byte(i), 1}}
 			c := client.DbChange{Table: "item", ID: id, IsInsert: true, Values: []client.Column{
 				{Name: "title", Value: fmt.Sprintf("item %d of client %d", j, i)}, {Name: "n", Value: float64(j)}}}
-			enc, err := client.EncryptChange(rand.Reader, ts, c, o.EncryptionKey)
+			enc, err := changecodec.EncryptChange(rand.Reader, ts, c, o.EncryptionKey)
 			if err != nil {
 				t.Fatal(err)
 			}

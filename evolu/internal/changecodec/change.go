@@ -1,4 +1,10 @@
-package client
+// Package changecodec is the EncryptedDbChange codec of @evolu/common,
+// byte for byte: a change's columns as SqliteValues (JSON values as
+// MessagePack, numbers formatted as JavaScript does), PADMÉ padding, and
+// XChaCha20-Poly1305 (golang.org/x/crypto). Written by hand: no Go library
+// reproduces those bytes. Package client re-exports DbChange, Column and
+// Value.
+package changecodec
 
 import (
 	"errors"
