@@ -15,6 +15,11 @@ const DefaultMaxTotal = 100_000_000
 // 0 arrives and it can be judged.
 const DefaultMaxEarly = 4 * ChunkSize
 
+// MaxEarlyParts bounds the chunks buffered for a transfer before its chunk
+// 0 arrives, whatever their size: tiny chunks cannot grow the receiver by
+// count where MaxEarly bounds them by bytes.
+const MaxEarlyParts = 64
+
 // MaxTracked bounds the transfers one Receiver tracks (open or refused).
 // Past it, the least recently active transfer is forgotten and its buffers
 // released, so a peer cannot grow the receiver without bound by opening
@@ -45,6 +50,10 @@ type Receiver struct {
 	Refuse   func(id ID)
 	MaxTotal uint64 // zero means DefaultMaxTotal
 	MaxEarly int    // zero means DefaultMaxEarly
+	// ChunkSize is the most bytes a data chunk may carry, the sender's
+	// ChunkSize; zero means ChunkSize. A chunk longer than it, or past the
+	// last index the declared total needs, refuses the transfer.
+	ChunkSize int
 
 	mu  sync.Mutex
 	rx  map[ID]*incoming
@@ -179,6 +188,11 @@ func (r *Receiver) identify(in *incoming, body []byte) error {
 	if in.have > h.Total {
 		return ErrOverDeclared
 	}
+	for idx := range in.parts {
+		if idx > lastIndex(h.Total, r.chunkSize()) {
+			return fmt.Errorf("%w: early chunk %d past the declared size", ErrBadChunk, idx)
+		}
+	}
 	return nil
 }
 
@@ -189,12 +203,16 @@ func (r *Receiver) store(in *incoming, c Chunk) error {
 	if _, dup := in.parts[c.Index]; dup || len(c.Body) == 0 {
 		return nil
 	}
+	size := r.chunkSize()
+	if len(c.Body) > size || in.identified && c.Index > lastIndex(in.header.Total, size) {
+		return fmt.Errorf("%w: chunk %d of %d bytes", ErrBadChunk, c.Index, len(c.Body))
+	}
 	if !in.identified {
 		max := r.MaxEarly
 		if max == 0 {
 			max = DefaultMaxEarly
 		}
-		if in.have+uint64(len(c.Body)) > uint64(max) {
+		if in.have+uint64(len(c.Body)) > uint64(max) || len(in.parts) >= MaxEarlyParts {
 			r.Dropped += len(c.Body)
 			return nil // judged when chunk 0 arrives; the sender retries
 		}
@@ -202,6 +220,19 @@ func (r *Receiver) store(in *incoming, c Chunk) error {
 	in.parts[c.Index] = slices.Clone(c.Body)
 	in.have += uint64(len(c.Body))
 	return nil
+}
+
+func (r *Receiver) chunkSize() int {
+	if r.ChunkSize > 0 {
+		return r.ChunkSize
+	}
+	return ChunkSize
+}
+
+// lastIndex is the index of the last data chunk of a transfer of total
+// bytes cut into chunks of size.
+func lastIndex(total uint64, size int) uint64 {
+	return (total + uint64(size) - 1) / uint64(size)
 }
 
 // settle runs once an identified transfer's chunk arrived: it refuses more

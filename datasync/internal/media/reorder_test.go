@@ -129,7 +129,7 @@ func FuzzReceiverReordered(f *testing.F) {
 		if len(data) == 0 || len(data) > 4096 {
 			return
 		}
-		size := int(cut)%64 + 1
+		size := int(cut)%64 + 64 // at most 64 chunks: MaxEarlyParts before chunk 0
 		var id ID
 		id[0] = byte(seed)
 		chunks := [][]byte{Chunk{ID: id, Body: Header{Envelope: EnvelopeData, Total: uint64(len(data)),
@@ -141,7 +141,7 @@ func FuzzReceiverReordered(f *testing.F) {
 			chunks = append(chunks, chunks[int(seed/3)%len(chunks)])
 		}
 		var got [][]byte
-		r := &Receiver{Judge: func(Purpose, uint64) error { return nil }, MaxTotal: 1 << 20, MaxEarly: 1 << 13,
+		r := &Receiver{Judge: func(Purpose, uint64) error { return nil }, MaxTotal: 1 << 20, MaxEarly: 1 << 13, ChunkSize: size,
 			Data: func(_ Purpose, b []byte) { got = append(got, b) }}
 		link := testnet.NewShuffle(seed, func(b []byte) { _ = r.Handle(b) })
 		for _, c := range chunks {
@@ -161,4 +161,33 @@ func FuzzReceiverReordered(f *testing.F) {
 			t.Fatalf("reordered transfer of %d bytes in %d chunks not delivered", len(data), len(chunks))
 		}
 	})
+}
+
+// A peer cannot grow the receiver by cutting bytes into tiny chunks:
+// before chunk 0 at most MaxEarlyParts chunks of a transfer are kept, and
+// after it a chunk past the declared size's last index, or longer than a
+// chunk, refuses the transfer. Memory is bounded by bytes and by
+// Total/ChunkSize entries, not by the number of chunks sent.
+func TestTinyChunksBounded(t *testing.T) {
+	var id ID
+	r := &Receiver{Judge: func(Purpose, uint64) error { return nil }}
+	for i := uint64(1); i <= 10_000; i++ {
+		_ = r.Handle(Chunk{ID: id, Index: i, Body: []byte{1}}.Marshal())
+	}
+	if n := len(r.rx[id].parts); n > MaxEarlyParts {
+		t.Fatalf("%d early chunks kept", n)
+	}
+	id[0] = 1
+	h := Header{Envelope: EnvelopeData, Total: 3 * ChunkSize, Field: []byte(`{"p":"snapshot","doc":"a"}`)}
+	if err := r.Handle(Chunk{ID: id, Body: h.Marshal()}.Marshal()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Handle(Chunk{ID: id, Index: 4, Body: []byte{1}}.Marshal()); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("chunk past the last index: %v", err)
+	}
+	id[0] = 2
+	_ = r.Handle(Chunk{ID: id, Body: h.Marshal()}.Marshal())
+	if err := r.Handle(Chunk{ID: id, Index: 1, Body: make([]byte, ChunkSize+1)}.Marshal()); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("chunk over the chunk size: %v", err)
+	}
 }
