@@ -191,3 +191,18 @@ func TestTinyChunksBounded(t *testing.T) {
 		t.Fatalf("chunk over the chunk size: %v", err)
 	}
 }
+
+// Refusals naming no transfer in progress are not remembered, and a
+// finished transfer's record is dropped.
+func TestSenderForgetsRefusals(t *testing.T) {
+	s := &Sender{Send: func(context.Context, []byte) error { return nil }}
+	for i := range 1000 {
+		var id ID
+		id[0], id[1] = byte(i), byte(i>>8)
+		s.Refused(id)
+	}
+	_ = s.SendData(context.Background(), Purpose{P: PurposeSnapshot, Doc: "d"}, []byte("x"))
+	if len(s.refused) != 0 {
+		t.Fatalf("%d refusals remembered", len(s.refused))
+	}
+}

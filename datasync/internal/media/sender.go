@@ -68,14 +68,14 @@ func (s *Sender) SendData(ctx context.Context, p Purpose, data []byte) error {
 }
 
 // Refused records the peer's refusal of transfer id; its remaining chunks
-// are not sent.
+// are not sent. A refusal naming no transfer in progress is ignored, so a
+// peer cannot grow the record.
 func (s *Sender) Refused(id ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.refused == nil {
-		s.refused = map[ID]bool{}
+	if _, sending := s.refused[id]; sending {
+		s.refused[id] = true
 	}
-	s.refused[id] = true
 }
 
 func (s *Sender) isRefused(id ID) bool {
@@ -87,6 +87,17 @@ func (s *Sender) isRefused(id ID) bool {
 func (s *Sender) transfer(ctx context.Context, h Header, data []byte) error {
 	var id ID
 	_, _ = rand.Read(id[:])
+	s.mu.Lock()
+	if s.refused == nil {
+		s.refused = map[ID]bool{}
+	}
+	s.refused[id] = false // in progress
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.refused, id)
+		s.mu.Unlock()
+	}()
 	if err := s.Send(ctx, Chunk{ID: id, Index: 0, Body: h.Marshal()}.Marshal()); err != nil {
 		return fmt.Errorf("datasync/media: chunk 0 not sent, transfer abandoned: %w", err)
 	}
