@@ -12,6 +12,7 @@ package memhub
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -161,8 +162,15 @@ func (c *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	return c.srv.add(hub.Folder, raw), nil
 }
 
-// Cursor layout: "mem1" || u64 server epoch || u64 log position.
+// Cursor layout: "mem1" || u64 server epoch || u64 log position. The
+// epoch names the server: a cursor of another server is a full resync from
+// nothing (hub.Changes.Reset), as in the other bindings
+// (docs/decisions/tandem-hub-cursor-identity.md); memhub's cursor does not
+// list the ids it knew, so that Reset removes none.
 const cursorMagic = "mem1"
+
+// errForeign is a well-formed cursor of another server.
+var errForeign = errors.New("memhub: cursor of another server")
 
 func (c *Store) decodeCursor(cur hub.Cursor) (int, error) {
 	if cur == nil {
@@ -172,7 +180,7 @@ func (c *Store) decodeCursor(cur hub.Cursor) (int, error) {
 		return 0, fmt.Errorf("memhub: %w", hub.ErrBadCursor)
 	}
 	if binary.BigEndian.Uint64(cur[4:12]) != c.srv.epoch {
-		return 0, fmt.Errorf("memhub: %w: cursor of another server", hub.ErrBadCursor)
+		return 0, errForeign
 	}
 	pos := binary.BigEndian.Uint64(cur[12:])
 	if pos > uint64(len(c.srv.log)) {
@@ -189,11 +197,14 @@ func (c *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 	c.srv.mu.Lock()
 	defer c.srv.mu.Unlock()
 	pos, err := c.decodeCursor(since)
+	var out hub.Changes
+	if errors.Is(err, errForeign) {
+		pos, err, out.Reset = 0, nil, true
+	}
 	if err != nil {
 		return hub.Changes{}, err
 	}
 	added := map[hub.ID]int{} // id → index in out.Added
-	var out hub.Changes
 	for _, e := range c.srv.log[pos:] {
 		switch {
 		case !e.removed && e.channel != "":

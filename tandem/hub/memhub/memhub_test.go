@@ -27,3 +27,28 @@ func TestConformance(t *testing.T) {
 		Inject: func(t *testing.T, raw []byte) { srv.Inject(hub.Folder, raw) },
 	})
 }
+
+// TestCursorOfAnotherServer: a cursor of another memhub server is a full
+// resync from nothing, with Reset, as in the real bindings.
+func TestCursorOfAnotherServer(t *testing.T) {
+	a, b := memhub.NewServer(), memhub.NewServer()
+	sa, sb := a.Open(), b.Open()
+	ctx := t.Context()
+	sa.EnsureFolder(ctx)
+	sb.EnsureFolder(ctx)
+	if _, err := sa.Append(ctx, hubtest.Channel(1), hubtest.Envelope(80)); err != nil {
+		t.Fatal(err)
+	}
+	idB, err := sb.Append(ctx, hubtest.Channel(2), hubtest.Envelope(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := sa.Changes(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := sb.Changes(ctx, ca.Cursor)
+	if err != nil || !cb.Reset || len(cb.Added) != 1 || cb.Added[0].ID != idB {
+		t.Fatalf("server B with server A's cursor: %+v, %v", cb, err)
+	}
+}
