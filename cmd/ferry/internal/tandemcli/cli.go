@@ -41,11 +41,13 @@ func Register(root *cobra.Command, cfg Config) {
 	})
 	root.AddGroup(&cobra.Group{ID: groupSetup, Title: "Set up a device (Tandem):"},
 		&cobra.Group{ID: groupLists, Title: "Lists (Tandem):"},
+		&cobra.Group{ID: groupShare, Title: "Sharing (Tandem):"},
 		&cobra.Group{ID: groupSync, Title: "Sync (Tandem):"})
 	for _, c := range []*cobra.Command{
-		a.initCmd(), a.restoreCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(),
+		a.initCmd(), a.restoreCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(), a.deviceCmd(),
 		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(), a.copyCmd(),
 		a.addCmd(), a.setCmd(), a.tagCmd(true), a.tagCmd(false), a.doneCmd(), a.rmCmd(),
+		a.shareCmd(), a.joinCmd(), a.requestsCmd(), a.decideCmd(true), a.decideCmd(false), a.membersCmd(), a.leaveCmd(),
 		a.statusCmd(), a.syncCmd(),
 	} {
 		root.AddCommand(c)

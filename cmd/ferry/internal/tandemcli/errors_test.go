@@ -235,6 +235,9 @@ func TestConnectErrors(t *testing.T) {
 		fmt.Fprint(w, "<html><body>Welcome</body></html>")
 	}))
 	defer htmlOK.Close()
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	tlsAddr := strings.TrimPrefix(tlsSrv.URL, "https://")
 	silent, closed := silentListener(t), closedPort(t)
 	cases := []struct {
 		args []string
@@ -249,6 +252,10 @@ func TestConnectErrors(t *testing.T) {
 		{[]string{"jmap", "https://" + strings.TrimPrefix(html404.URL, "http://")}, "does not speak TLS: use http://"},
 		{[]string{"jmap", "http://" + silent, "--timeout", "1s"}, "no JMAP answer from " + silent + " within 1s"},
 		{[]string{"jmap", "http://" + closed}, "nothing is listening at " + closed},
+		{[]string{"jmap", tlsSrv.URL}, "the certificate of " + tlsAddr + " is not trusted for that name: check the address"},
+		{[]string{"imap", tlsAddr, "--user", "x"}, "the certificate of " + tlsAddr + " is not trusted"},
+		{[]string{"imap", strings.TrimPrefix(html404.URL, "http://"), "--user", "x"}, "does not speak TLS"},
+		{[]string{"jmap", "http://no-such-host.invalid"}, "no-such-host.invalid is not a host name Ferry can find: check the address"},
 	}
 	before := d.stored()
 	for _, c := range cases {
@@ -337,5 +344,23 @@ func TestSwitchHub(t *testing.T) {
 	d.jsonOut(&st, "status")
 	if !strings.Contains(st.Hub, two.URL) {
 		t.Errorf("hub %q after the switch", st.Hub)
+	}
+}
+
+// TestJMAPToken: without --user the secret is a bearer token.
+func TestJMAPToken(t *testing.T) {
+	d := initialized(t)
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth.Load() == nil {
+			auth.Store(r.Header.Get("Authorization"))
+		}
+		w.WriteHeader(401)
+	}))
+	defer srv.Close()
+	tok := writeFile(t, "tok", "fmu1-token\n")
+	wantErr(t, d.run("connect", "jmap", srv.URL+"/jmap/session", "--password-file", tok), 1, "refused this user name and password (or token)")
+	if got, _ := auth.Load().(string); got != "Bearer fmu1-token" {
+		t.Errorf("Authorization %q, want Bearer fmu1-token", got)
 	}
 }

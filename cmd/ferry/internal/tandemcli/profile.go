@@ -146,11 +146,11 @@ func writeJSON(path string, v any) error {
 
 func readState(dir string) stateJSON {
 	var s stateJSON
-	if b, err := os.ReadFile(filepath.Join(dir, stateFile)); err == nil {
-		json.Unmarshal(b, &s)
-	}
+	readJSON(filepath.Join(dir, stateFile), &s)
 	return s
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // session is an open profile: its directory, settings and device.
 type session struct {

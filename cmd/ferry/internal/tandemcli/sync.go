@@ -122,15 +122,16 @@ type statusList struct {
 }
 
 type statusOut struct {
-	Profile     string       `json:"profile"`
-	Name        string       `json:"name"`
-	Hub         string       `json:"hub"`
-	Connection  string       `json:"connection"` // never, ok, offline, auth, error, no_hub
-	Message     string       `json:"message,omitempty"`
-	LastSync    *time.Time   `json:"last_sync"`
-	LastAttempt *time.Time   `json:"last_attempt"`
-	Pending     int          `json:"pending"`
-	Lists       []statusList `json:"lists"`
+	Profile     string          `json:"profile"`
+	Name        string          `json:"name"`
+	Hub         string          `json:"hub"`
+	Connection  string          `json:"connection"` // never, ok, offline, auth, error, no_hub
+	Message     string          `json:"message,omitempty"`
+	LastSync    *time.Time      `json:"last_sync"`
+	LastAttempt *time.Time      `json:"last_attempt"`
+	Pending     int             `json:"pending"`
+	Lists       []statusList    `json:"lists"`
+	Joins       []membershipOut `json:"joins"` // lists asked to join and not in yet
 }
 
 func (a *app) statusCmd() *cobra.Command {
@@ -186,6 +187,12 @@ func status(s *session) (statusOut, error) {
 	if !saved.LastAttempt.IsZero() {
 		out.LastAttempt = &saved.LastAttempt
 	}
+	out.Joins = []membershipOut{}
+	for _, j := range readJoins(s.dir) {
+		if m := membership(s.dev, j); m.State != string(tandem.MembershipActive) {
+			out.Joins = append(out.Joins, m)
+		}
+	}
 	lists, err := allLists(s.dev)
 	if err != nil {
 		return out, err
@@ -236,6 +243,9 @@ func printStatus(c *cobra.Command, o statusOut) {
 		last = o.LastSync.Local().Format("2006-01-02 15:04:05")
 	}
 	fmt.Fprintf(w, "Last sync %s\nUnsent    %d change(s)\n", last, o.Pending)
+	for _, j := range o.Joins {
+		fmt.Fprintf(w, "Joining   %s\n", j.Message)
+	}
 	if len(o.Lists) == 0 {
 		fmt.Fprintln(w, "\nNo lists yet: ferry new NAME makes one.")
 		return

@@ -1,0 +1,241 @@
+package tandemcli_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// proc is a ferry process whose output the test reads as it comes.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    chan string // stdout lines
+	errOut chan string // stderr chunks (prompts end without a newline)
+}
+
+func (d *device) start(args ...string) *proc {
+	d.t.Helper()
+	cmd := exec.Command(ferryBin, args...)
+	cmd.Env = append([]string{"HOME=" + d.home, "FERRY_HOME=" + d.dir, "PATH=" + os.Getenv("PATH")}, d.env...)
+	p := &proc{t: d.t, cmd: cmd, out: make(chan string, 200), errOut: make(chan string, 200)}
+	p.stdin, _ = cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.out <- sc.Text()
+		}
+		close(p.out)
+	}()
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := stderr.Read(b)
+			if n > 0 {
+				p.errOut <- string(b[:n])
+			}
+			if err != nil {
+				close(p.errOut)
+				return
+			}
+		}
+	}()
+	d.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return p
+}
+
+// line waits for a stdout line matching re and returns its submatches.
+func (p *proc) line(re string) []string {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(60 * time.Second)
+	var seen []string
+	for {
+		select {
+		case l, ok := <-p.out:
+			if !ok {
+				p.t.Fatalf("stdout ended without %q: %q", re, seen)
+			}
+			seen = append(seen, l)
+			if m := rx.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		case <-deadline:
+			p.t.Fatalf("no stdout line %q in 60s: %q", re, seen)
+		}
+	}
+}
+
+// prompt waits for stderr text matching re.
+func (p *proc) prompt(re string) []string {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(60 * time.Second)
+	var seen string
+	for {
+		select {
+		case s, ok := <-p.errOut:
+			if !ok {
+				p.t.Fatalf("stderr ended without %q: %q", re, seen)
+			}
+			seen += s
+			if m := rx.FindStringSubmatch(seen); m != nil {
+				return m
+			}
+		case <-deadline:
+			p.t.Fatalf("no stderr %q in 60s: %q", re, seen)
+		}
+	}
+}
+
+func (p *proc) wait() {
+	p.t.Helper()
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Fatalf("%v: %v", p.cmd.Args, err)
+	}
+}
+
+// TestSharingDovecot: through one Dovecot account, Aimee pairs a second
+// device with the six-digit code (the test reads both codes and answers
+// the prompt), shares a list with Jesper by link with approval and with
+// Carol by QR as a reader, declines Dan, and Jesper leaves.
+func TestSharingDovecot(t *testing.T) {
+	addr, user, pass := dovecotAccount(t)
+	a1, a2 := newDevice(t, "aimee-laptop"), newDevice(t, "aimee-phone")
+	a1.ok("init", "--name", "Aimee")
+	a1.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
+	a1.ok("new", "House")
+	a1.ok("add", "House", "Paint the door", "colour=green")
+	a1.ok("sync")
+
+	// Pairing: a1 shows the code, a2 joins, both show the same six digits.
+	add := a1.start("device", "add")
+	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
+	join := a2.start("device", "join", payload, "--name", "Aimee")
+	joinCode := join.line(`^Code (\d{3} \d{3})$`)[1]
+	askCode := add.prompt(`Add 'Aimee'\? Code (\d{3} \d{3}) \[y/N\] `)[1]
+	if joinCode != askCode {
+		t.Fatalf("codes differ: new device %s, showing device %s", joinCode, askCode)
+	}
+	io.WriteString(add.stdin, "y\n")
+	add.line(`^Added 'Aimee'\.`)
+	add.wait()
+	join.line(`^This device is added, syncing through IMAP ` + user + `@`)
+	join.wait()
+	if out := a2.ok("show", "House"); !strings.Contains(out, "Paint the door  colour green") {
+		t.Fatalf("the paired device does not have House:\n%s", out)
+	}
+	// An expired pairing code.
+	var pl map[string]any
+	json.Unmarshal([]byte(payload), &pl)
+	pl["exp"] = 1000
+	old, _ := json.Marshal(pl)
+	late := newDevice(t, "late")
+	wantErr(t, late.run("device", "join", string(old)), 1, "This code has expired. Ask for a new one.")
+	if _, err := os.Stat(late.dir); err == nil {
+		t.Error("a refused device join left a profile")
+	}
+	wantErr(t, late.run("device", "join", `{"t":"nope"}`), 1, "this is not a code for adding a device")
+
+	// Jesper joins by link; Aimee approves on her phone.
+	b := newDevice(t, "jesper")
+	b.ok("init", "--name", "Jesper")
+	var inv struct{ Link string }
+	a1.jsonOut(&inv, "share", "House", "--link")
+	if !strings.HasPrefix(inv.Link, "https://") || !strings.Contains(inv.Link, "#") {
+		t.Fatalf("link %q", inv.Link)
+	}
+	if out := b.ok("join", inv.Link); !strings.Contains(out, "Waiting for Aimee to approve.") {
+		t.Fatalf("join: %s", out)
+	}
+	if out := a2.ok("requests"); !strings.Contains(out, "Jesper wants to join House as writer") {
+		t.Fatalf("requests: %s", out)
+	}
+	if out := a2.ok("approve", "jesper"); !strings.Contains(out, "Jesper can now use House.") {
+		t.Fatalf("approve: %s", out)
+	}
+	b.ok("sync")
+	if out := b.ok("show", "House"); !strings.Contains(out, "Paint the door  colour green") {
+		t.Fatalf("Jesper does not have House:\n%s", out)
+	}
+	b.ok("set", "House", "Paint the door", "colour=blue")
+	b.ok("sync")
+	a1.ok("sync")
+	if out := a1.ok("show", "House", "Paint the door"); !strings.Contains(out, "colour     blue  by Jesper") {
+		t.Fatalf("Aimee does not see Jesper's edit by name:\n%s", out)
+	}
+
+	// Carol joins by QR as a reader: approved as soon as a1 syncs.
+	c := newDevice(t, "carol")
+	c.ok("init", "--name", "Carol")
+	share := a1.start("share", "House", "--reader")
+	text := share.line(`^(\{.*\})$`)[1]
+	c.ok("join", text)
+	share.line(`^Carol joined House\.$`)
+	share.wait()
+	c.ok("sync")
+	if out := c.ok("show", "House"); !strings.Contains(out, "Paint the door  colour blue") {
+		t.Fatalf("Carol does not have House:\n%s", out)
+	}
+	before := c.stored()
+	wantErr(t, c.run("add", "House", "Sweep"), 1, "you can read House but not change it")
+	if c.stored() != before {
+		t.Error("a refused edit changed Carol's device")
+	}
+
+	// Dan is declined.
+	d := newDevice(t, "dan")
+	d.ok("init", "--name", "Dan")
+	a1.jsonOut(&inv, "share", "House", "--link")
+	d.ok("join", inv.Link)
+	a1.ok("decline", "Dan")
+	d.ok("sync")
+	var st struct {
+		Joins []struct{ State, Message string }
+	}
+	d.jsonOut(&st, "status")
+	if len(st.Joins) != 1 || st.Joins[0].Message != "Aimee declined your request to join House." {
+		t.Errorf("Dan's status: %+v", st)
+	}
+
+	// A different hub.
+	e := newDevice(t, "erin")
+	e.ok("init", "--name", "Erin")
+	e.env = []string{"FERRY_PASSWORD=x"}
+	e.run("connect", "jmap", fakeJMAP(t, 100).URL, "--user", "x")
+	wantErr(t, e.run("join", inv.Link), 1, "This invite is for a different sync hub. Ferry can only use one hub at a time.")
+
+	// Members, and Jesper leaving.
+	var ms struct {
+		Members []struct {
+			Name, Role string
+			You        bool
+		}
+	}
+	a1.jsonOut(&ms, "members", "House")
+	roles := map[string]string{}
+	for _, m := range ms.Members {
+		roles[m.Name] = m.Role
+	}
+	if roles["Aimee"] != "owner" || roles["Jesper"] != "writer" || roles["Carol"] != "reader" || len(roles) != 3 {
+		t.Errorf("members %+v", ms)
+	}
+	b.ok("leave", "House", "--yes")
+	a1.ok("sync")
+	if out := a1.ok("members", "House"); !strings.Contains(out, "Jesper left House.") {
+		t.Errorf("members after Jesper left:\n%s", out)
+	}
+}
