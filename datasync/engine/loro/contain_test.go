@@ -77,6 +77,14 @@ func TestHostileBlobsChangeNothing(t *testing.T) {
 	if out, err := e.ImportSnapshot("d", change); out != engine.Unreadable || err == nil {
 		t.Errorf("delta as snapshot: %v %v", out, err)
 	}
+	for _, blob := range [][]byte{[]byte("garbage"), change[:10]} {
+		if out, _ := e.Import("new", blob); out != engine.Unreadable || e.Has("new") {
+			t.Fatalf("an unreadable change made a document: %v", out)
+		}
+		if out, _ := e.ImportSnapshot("new", blob); out != engine.Unreadable || e.Has("new") {
+			t.Fatalf("an unreadable snapshot made a document: %v", out)
+		}
+	}
 	if out, _ := e.Import("d", change); out != engine.Applied {
 		t.Fatalf("the intact change after the hostile ones: %v", out)
 	}
@@ -189,6 +197,7 @@ func TestMemoryCapTrapsAndRecovers(t *testing.T) {
 	check(t, err)
 	check(t, e.Set("d", "k", Value{Kind: Text, Text: "held"}))
 	before := stateOf(t, e)
+	check(t, e.Set("other", "local", tv("not yet kept"))) // kept lazily, before the import
 	out, err := e.Import("d", change)
 	if out != engine.Unreadable || !errors.Is(err, ErrTrapped) {
 		t.Fatalf("import over the cap: %v %v", out, err)
@@ -199,5 +208,8 @@ func TestMemoryCapTrapsAndRecovers(t *testing.T) {
 	}
 	if after := stateOf(t, e); !after.same(before) {
 		t.Fatalf("after the trap %s, before %s", after.json, before.json)
+	}
+	if v, ok := e.Get("other", "local"); !ok || v.Text != "not yet kept" {
+		t.Fatal("a local edit made before the trap was lost")
 	}
 }

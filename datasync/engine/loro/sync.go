@@ -162,16 +162,19 @@ func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	defer e.mu.Unlock()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	d, err := e.docOrNew(ctx, name)
-	if err != nil {
-		return engine.Failed, err
-	}
-	if err := e.flushLocal(ctx, d); err != nil {
+	// Every document's local edits are kept before peer bytes reach the
+	// module, so a trap they cause loses none of them; and the blob is
+	// judged before any document is made for it.
+	if err := e.flushAll(ctx); err != nil {
 		return engine.Failed, err
 	}
 	m, err := e.judge(ctx, name, change, false)
 	if err != nil {
 		return engine.Unreadable, err
+	}
+	d, err := e.docOrNew(ctx, name)
+	if err != nil {
+		return engine.Failed, err
 	}
 	cur, _, err := e.version(ctx, d)
 	if err != nil {
@@ -300,16 +303,19 @@ func (e *Engine) ImportSnapshot(name string, snap []byte) (engine.Outcome, error
 	defer e.mu.Unlock()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	d, err := e.docOrNew(ctx, name)
-	if err != nil {
-		return engine.Failed, err
-	}
-	if err := e.flushLocal(ctx, d); err != nil {
+	// Every document's local edits are kept before peer bytes reach the
+	// module, so a trap they cause loses none of them; and the blob is
+	// judged before any document is made for it.
+	if err := e.flushAll(ctx); err != nil {
 		return engine.Failed, err
 	}
 	m, err := e.judge(ctx, name, snap, true)
 	if err != nil {
 		return engine.Unreadable, err
+	}
+	d, err := e.docOrNew(ctx, name)
+	if err != nil {
+		return engine.Failed, err
 	}
 	cur, _, err := e.version(ctx, d)
 	if err != nil {

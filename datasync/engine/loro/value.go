@@ -267,6 +267,16 @@ func (e *Engine) edit(name string, multi bool, f func(context.Context, *doc) err
 	return e.flushLocal(ctx, d)
 }
 
+// flushAll keeps every document's local changes (flushLocal).
+func (e *Engine) flushAll(ctx context.Context) error {
+	for _, d := range e.docs {
+		if err := e.flushLocal(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // flushLocal keeps d's local changes not yet kept for rebuilding. The
 // caller holds e.mu.
 func (e *Engine) flushLocal(ctx context.Context, d *doc) error {
