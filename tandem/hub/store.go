@@ -43,7 +43,8 @@ type Changes struct {
 	Added []Added
 	// Removed lists ids that were reported as added before the cursor (or
 	// earlier) and are no longer in the folder: destroyed by anyone, or moved
-	// out of it. An id is never in both Added and Removed.
+	// out of it. An id is never in both Added and Removed, except on a
+	// Reset (below).
 	Removed []ID
 	// Cursor is the position after these changes. Pass it to the next call.
 	Cursor Cursor

@@ -465,3 +465,42 @@ func TestRateBudget(t *testing.T) {
 		t.Fatalf("%d messages stored, want 3", len(c.Added))
 	}
 }
+
+// TestRenamedFolder (issue 15, point 3, the IMAP side): another client
+// renames the Tandem folder. A store opened before and one opened after
+// converge on one new Tandem folder: Changes and Append make it again
+// (NO [TRYCREATE], §10.3 ensureFolder), and both see the same messages.
+func TestRenamedFolder(t *testing.T) {
+	for _, srv := range both(t, "walter", "walter") {
+		t.Run(srv.name, func(t *testing.T) {
+			adm := newAdmin(t, srv.cfg)
+			adm.reset()
+			renamed := adm.prefix + "Renamed"
+			adm.do("DELETE " + quote(renamed))
+			t.Cleanup(func() { adm.do("DELETE " + quote(renamed)) })
+			ctx := ctx5(t)
+			before := openT(t, srv.cfg)
+			defer before.Close()
+			if err := before.EnsureFolder(ctx); err != nil {
+				t.Fatal(err)
+			}
+			must[hub.ID](t)(before.Append(ctx, hubtest.Channel(1), hubtest.Envelope(80)))
+			c0 := must[hub.Changes](t)(before.Changes(ctx, nil))
+			adm.must("EXAMINE INBOX")
+			adm.must("RENAME " + quote(adm.tandem) + " " + quote(renamed))
+			after := openT(t, srv.cfg)
+			defer after.Close()
+			if err := after.EnsureFolder(ctx); err != nil {
+				t.Fatal(err)
+			}
+			m2 := must[hub.ID](t)(after.Append(ctx, hubtest.Channel(2), hubtest.Envelope(80)))
+			m3 := must[hub.ID](t)(before.Append(ctx, hubtest.Channel(3), hubtest.Envelope(80)))
+			cb := must[hub.Changes](t)(before.Changes(ctx, c0.Cursor))
+			ca := must[hub.Changes](t)(after.Changes(ctx, nil))
+			want := []hub.ID{m2, m3}
+			if !slices.Equal(ids(ca), want) || !cb.Reset || !slices.Equal(ids(cb), want) {
+				t.Fatalf("after the rename: the new store sees %v, the old one %v (reset %v); want both %v", ids(ca), ids(cb), cb.Reset, want)
+			}
+		})
+	}
+}
