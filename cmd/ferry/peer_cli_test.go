@@ -18,13 +18,10 @@ import (
 )
 
 // ferryBin builds the ferry binary once per test process: the CLI cases
-// run it as a subprocess, exit codes and all.
+// run it as a subprocess, exit codes and all. It is written beside the
+// test binary, in the work directory "go test" removes when it is done.
 var ferryBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ferry-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "ferry")
+	bin := filepath.Join(filepath.Dir(os.Args[0]), "ferry-cli-test")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		return "", errors.New(string(out))
