@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/ferry-sync/ferry/internal/realtest"
 )
@@ -134,5 +138,24 @@ func TestHeapDoesNotLeak(t *testing.T) {
 	}
 	if in.Broken() != nil {
 		t.Fatal(in.Broken())
+	}
+}
+
+// TestUnhandledImportRefused: a module import the glue has no entry for
+// (as after a Loro bump renames one) fails runtime creation with
+// ErrUnhandledImport instead of trapping later.
+func TestUnhandledImportRefused(t *testing.T) {
+	ctx := context.Background()
+	table := glue()
+	delete(table, "__wbg_now_829357f5fa91c9dd")
+	cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "ferry-loro-wazero-cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	defer rt.Close(ctx)
+	r := &Runtime{rt: rt, cfg: Config{CallTimeout: DefaultCallTimeout}}
+	if err := r.init(ctx, table); !errors.Is(err, ErrUnhandledImport) || !strings.Contains(err.Error(), "__wbg_now_829357f5fa91c9dd") {
+		t.Fatalf("init without one import: %v", err)
 	}
 }

@@ -88,20 +88,19 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	r := &Runtime{rt: rt, cfg: cfg}
-	if err := r.init(ctx); err != nil {
+	if err := r.init(ctx, glue()); err != nil {
 		_ = rt.Close(ctx)
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Runtime) init(ctx context.Context) error {
+func (r *Runtime) init(ctx context.Context, table map[string]hostFn) error {
 	compiled, err := r.rt.CompileModule(ctx, wasmBytes)
 	if err != nil {
 		return fmt.Errorf("loro: compile: %w", err)
 	}
 	r.compiled = compiled
-	table := glue()
 	b := r.rt.NewHostModuleBuilder(ImportModule)
 	for _, f := range compiled.ImportedFunctions() {
 		mod, name, _ := f.Import()
