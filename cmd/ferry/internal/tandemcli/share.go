@@ -74,10 +74,13 @@ invite gets access to this account's mailbox.`,
 			if link {
 				text = inv.Link
 			}
-			if a.json {
-				return emit(c.OutOrStdout(), map[string]any{"list": l.ID, "role": string(opts.Role), "link": inv.Link, "payload": inv.Payload, "expires": inv.Expires.UTC(), "approve": link})
-			}
 			w := c.OutOrStdout()
+			if a.json {
+				if err := emit(w, map[string]any{"list": l.ID, "role": string(opts.Role), "link": inv.Link, "payload": inv.Payload, "expires": inv.Expires.UTC(), "approve": link}); err != nil || link || noWait {
+					return err
+				}
+				return a.waitMember(c.Context(), w, s, l, inv.Expires)
+			}
 			if !link {
 				printQR(w, inv.Payload)
 			}
@@ -105,23 +108,36 @@ invite gets access to this account's mailbox.`,
 // the invite expires, or ctx ends.
 func (a *app) waitMember(ctx context.Context, w io.Writer, s *session, l listInfo, until time.Time) error {
 	before, _ := s.dev.Members(l.id)
+	parent := ctx
 	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.dev.Run(ctx) }()
-	fmt.Fprintln(w, "Waiting for them to join (Ctrl-C stops waiting)...")
+	if !a.json {
+		fmt.Fprintln(w, "Waiting for them to join (Ctrl-C stops waiting)...")
+	}
 	for {
 		select {
 		case err := <-done:
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
+			case parent.Err() != nil:
+				if !a.json {
+					fmt.Fprintf(w, "Stopped waiting. The invite works until %s; a ferry sync then lets them in.\n", until.Local().Format("15:04"))
+				}
+				return nil
 			}
-			return nil
+			return failf("expired", "nobody used the invite in time: ferry share %s makes a new one", short(l.ID))
 		case <-s.dev.Changed():
 			now, _ := s.dev.Members(l.id)
 			for _, m := range now {
 				if !slices.ContainsFunc(before, func(b tandem.Member) bool { return b.User == m.User }) {
-					fmt.Fprintf(w, "%s joined %s.\n", m.Name, l.Name)
+					if a.json {
+						emit(w, map[string]any{"joined": m.Name, "user": m.User.String(), "role": string(m.Role)})
+					} else {
+						fmt.Fprintf(w, "%s joined %s.\n", m.Name, l.Name)
+					}
 					cancel()
 					<-done
 					s.saveState(nil)
