@@ -202,7 +202,8 @@ func (c *pairChannel) open(b hub.Body) (pairMsg, bool) {
 
 // wait reads the channel until step reports done or fails, or until the
 // deadline (errPairDeadline) or ctx ends. It watches the hub meanwhile and
-// reads again on every notification, and every pairPoll in any case.
+// reads again on every notification, and every pairPoll in any case. The
+// channel is read at least once, even past the deadline.
 // A read that fails is retried; if the last one failed when time runs
 // out, its error is returned instead. Its watch goroutine has ended when
 // wait returns.
@@ -216,11 +217,11 @@ func (c *pairChannel) wait(ctx context.Context, until time.Time, step func([]pai
 	defer tick.Stop()
 	var lastErr error
 	for {
-		msgs, err := c.read(wctx)
+		msgs, err := c.readFor(ctx)
 		switch {
 		case errors.Is(err, hub.ErrAuth):
 			return pairHubErr(err)
-		case err != nil && wctx.Err() == nil:
+		case err != nil && ctx.Err() == nil:
 			c.log.Info("tandem: reading the pairing channel failed; trying again", "err", err)
 		}
 		lastErr = err
@@ -240,6 +241,14 @@ func (c *pairChannel) wait(ctx context.Context, until time.Time, step func([]pai
 		case <-tick.C:
 		}
 	}
+}
+
+// readFor is read bounded by pairIOTimeout, not by the wait's deadline:
+// what arrived before the deadline is read even after it.
+func (c *pairChannel) readFor(ctx context.Context) ([]pairMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
+	defer cancel()
+	return c.read(ctx)
 }
 
 // watch calls Watch until ctx ends, signalling kick at every change.

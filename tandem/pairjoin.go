@@ -36,7 +36,8 @@ type PairingJoin struct {
 	waiting sync.Mutex // serializes Code and Device
 	mu      sync.Mutex // guards what follows
 	code    string
-	done    bool // the device was installed
+	done    bool  // the device was installed
+	failed  error // the pairing was interfered with: it cannot go on
 	closed  bool
 	cancel  context.CancelFunc // ends a wait in progress (Close)
 }
@@ -165,7 +166,11 @@ func (j *PairingJoin) waitCode(ctx context.Context) (string, error) {
 		}
 		if forged {
 			j.ch.log.Warn("tandem: pairing challenge with a bad signature; no code shown")
-			return false, newErr(CodePairing, nil, "someone interfered with this pairing, so no code can be trusted: start again on the other device")
+			err := newErr(CodePairing, nil, "someone interfered with this pairing, so no code can be trusted: start again on the other device")
+			j.mu.Lock()
+			j.failed = err
+			j.mu.Unlock()
+			return false, err
 		}
 		return false, nil
 	})
@@ -203,6 +208,8 @@ func (j *PairingJoin) usable() error {
 		return newErr(CodePairing, nil, "this pairing was closed: scan a new code")
 	case j.done:
 		return newErr(CodePairing, nil, "this device was already added")
+	case j.failed != nil:
+		return j.failed
 	}
 	return nil
 }

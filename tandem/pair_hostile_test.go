@@ -1,0 +1,317 @@
+package tandem
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/memhub"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// eavesdropper is someone who captured the QR code: they hold P and the
+// hub credential, so they can read, post and destroy on the pairing
+// channel, but they do not hold the user's key.
+type eavesdropper struct {
+	ch  *pairChannel
+	key ed25519.PrivateKey // their own signing key
+}
+
+func newEavesdropper(t *testing.T, s hub.Store, payload string) *eavesdropper {
+	t.Helper()
+	pl, err := parsePairPayload(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	return &eavesdropper{ch: newPairChannel(s, pl.p, quiet()), key: key}
+}
+
+// all reads every message of the channel from the start, with its id.
+func (e *eavesdropper) all(t *testing.T) (map[hub.ID]pairMsg, error) {
+	t.Helper()
+	fresh := newPairChannel(e.ch.store, e.ch.p.Secret, quiet())
+	ch, err := fresh.store.Changes(t.Context(), nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[hub.ID]pairMsg{}
+	for _, a := range ch.Added {
+		if a.Channel != fresh.p.Tag {
+			continue
+		}
+		bodies, err := fresh.store.Fetch(t.Context(), []hub.ID{a.ID})
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := fresh.open(bodies[0]); ok {
+			out[a.ID] = m
+		}
+	}
+	return out, nil
+}
+
+func (e *eavesdropper) count(t *testing.T, k pairKind) int {
+	t.Helper()
+	msgs, err := e.all(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range msgs {
+		if m.kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func joinT(t *testing.T, srv *memhub.Server, dir, payload, name string) *PairingJoin {
+	t.Helper()
+	j, err := JoinDevice(t.Context(), dir, payload, Options{Name: name, Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatalf("JoinDevice %s: %v", name, err)
+	}
+	t.Cleanup(func() { j.Close(context.Background()) })
+	return j
+}
+
+// A captured QR code used by an attacker: their request gets a challenge
+// whose code differs from the real device's; approving the request with
+// the real device's code hands the attacker nothing.
+func TestPairingCapturedQR(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.addDevice(ctx, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	evilDir := filepath.Join(t.TempDir(), "evil")
+	evil := joinT(t, srv, evilDir, offer.Payload(), "Jesper's phone")
+	evil.slack = 0
+	real := joinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "Jesper's phone")
+
+	reqs := map[string]*PairingRequest{}
+	for range 2 {
+		r, err := offer.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs[r.Code()] = r
+	}
+	evilCode, err := evil.Code(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realCode, err := real.Code(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evilCode == realCode || reqs[evilCode] == nil || reqs[realCode] == nil {
+		t.Fatalf("codes: attacker %s, real %s, offered %v", evilCode, realCode, reqs)
+	}
+	// The user approves the request whose code the real device shows.
+	if err := reqs[realCode].Approve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evil.Device(ctx); CodeOf(err) != CodeExpired {
+		t.Fatalf("the attacker's Device: %v, want CodeExpired", err)
+	}
+	if _, err := os.Stat(evilDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the attacker's side installed something")
+	}
+	// Nothing on the channel opens with the attacker's one-time key.
+	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	msgs, err := ed.all(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.kind == pairReply {
+			if _, err := suite.OpenPairReply(evil.ek, evil.pl.uid, m.sealed); err == nil {
+				t.Fatal("a reply on the channel opens with the attacker's key")
+			}
+		}
+	}
+	b, err := real.Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.UserID() != a.UserID() {
+		t.Fatal("the real device is another user")
+	}
+}
+
+// The real new device shows no code when its challenge is replaced: the
+// attacker destroys the showing device's challenge and posts one of
+// their own for the real device's key.
+func TestPairingReplacedChallenge(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.AddDevice(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	real := joinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	if _, err := offer.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	msgs, err := ed.all(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replaced int
+	for id, m := range msgs {
+		if m.kind != pairChallenge {
+			continue
+		}
+		if err := ed.ch.store.Destroy(ctx, []hub.ID{id}); err != nil {
+			t.Fatal(err)
+		}
+		forged := pairMsg{kind: pairChallenge, ek: m.ek}
+		rand.Read(forged.n[:])
+		copy(forged.sig[:], ed25519.Sign(ed.key, suite.PairChallengeSigInput(ed.ch.p.Secret, m.ek, forged.n)))
+		if _, err := ed.ch.post(ctx, forged); err != nil {
+			t.Fatal(err)
+		}
+		replaced++
+	}
+	if replaced != 1 {
+		t.Fatalf("replaced %d challenges, want 1", replaced)
+	}
+	code, err := real.Code(ctx)
+	if code != "" || CodeOf(err) != CodePairing {
+		t.Fatalf("Code with a forged challenge: %q, %v; want no code and CodePairing", code, err)
+	}
+	start := time.Now()
+	if _, err := real.Device(ctx); CodeOf(err) != CodePairing {
+		t.Fatalf("Device after a forged challenge: %v, want CodePairing", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("Device waited after a forged challenge")
+	}
+}
+
+// A fourth request to one QR code gets no challenge (§6.3: at most three).
+func TestPairingFourthRequestUnanswered(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.addDevice(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	var joins []*PairingJoin
+	for i := range 4 {
+		joins = append(joins, joinT(t, srv, filepath.Join(t.TempDir(), "b"+string(rune('0'+i))), offer.Payload(), "device"))
+	}
+	for i := range 3 {
+		if _, err := offer.Next(ctx); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	if _, err := offer.Next(ctx); CodeOf(err) != CodeExpired {
+		t.Fatalf("Next for the fourth request: %v, want CodeExpired", err)
+	}
+	answered := 0
+	for _, j := range joins {
+		if _, err := j.Code(ctx); err == nil {
+			answered++
+		} else if CodeOf(err) != CodeExpired {
+			t.Fatalf("an unanswered request: %v, want CodeExpired", err)
+		}
+	}
+	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	if answered != 3 || ed.count(t, pairChallenge) != 3 {
+		t.Fatalf("%d requests answered, %d challenges on the hub; want 3", answered, ed.count(t, pairChallenge))
+	}
+}
+
+// A request with a duplicate JSON key is rejected whole: no challenge.
+func TestPairingRequestDuplicateKey(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.addDevice(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	ek := make([]byte, 32)
+	rand.Read(ek)
+	pt := []byte(`{"name":"laptop","ek":"` + b64(ek) + `","name":"Jesper's laptop"}`)
+	env, err := suite.SealEnvelope(suite.KindRequest, ed.ch.p.Key, ed.ch.p.Tag, pt, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ed.ch.store.Append(ctx, ed.ch.p.Tag, env); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := offer.Next(ctx); CodeOf(err) != CodeExpired {
+		t.Fatalf("Next with a duplicate-key request: %v %v, want nothing until the expiry", r, err)
+	}
+	if n := ed.count(t, pairChallenge); n != 0 {
+		t.Fatalf("%d challenges for a request with a duplicate key", n)
+	}
+}
+
+// A reply sealed to the real device's key but holding another user's
+// secret is ignored; the real reply that follows is taken.
+func TestPairingForgedReplyIgnored(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.AddDevice(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	real := joinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	req, err := offer.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := real.Code(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	var other [32]byte
+	rand.Read(other[:])
+	sealed, err := suite.SealPairReply(suite.NewIdentity(other), real.pub())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ed.ch.post(ctx, pairMsg{kind: pairReply, ek: real.pub(), sealed: sealed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Approve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := real.Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.UserID() != a.UserID() {
+		t.Fatal("the new device took the forged reply's identity")
+	}
+}
