@@ -25,6 +25,7 @@ const (
 	CodeWrongIdentity             // the secret does not match the device's data
 	CodeBackupKey                 // a backup key that does not check (§6.3)
 	CodeTooLarge                  // a value too large for one message (§10.6)
+	CodeInFlight                  // another device of the owner has a sharing change in flight (§11.7)
 )
 
 // Error is every error the tandem package returns. Message is one line for

@@ -50,3 +50,9 @@ func TestSharingStoryCyrusMixed(t *testing.T) {
 }
 
 var _ = realtest.Required
+
+func TestRotationStoryDovecot(t *testing.T) {
+	h := dovecotHub(t, "felix")
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Hub: h} })
+	runRotationStory(t, s)
+}

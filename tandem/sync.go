@@ -166,6 +166,7 @@ const (
 	StateDead      CollectionState = "dead"      // two conflicting roster histories: read-only, copy it (§11.8)
 	StateDeleted   CollectionState = "deleted"   // its owner deleted it (§11.9)
 	StateStalled   CollectionState = "stalled"   // its owner's next roster statement is invalid
+	StateRemoved   CollectionState = "removed"   // the owner removed this user: read-only (§13.2)
 )
 
 // CollectionState returns how the device follows collection c.
@@ -181,6 +182,10 @@ func (d *Device) CollectionState(c CollectionID) (CollectionState, error) {
 			out = StateFollowing
 			if r != nil && r.State().Deleted {
 				out = StateDeleted
+			} else if r != nil {
+				if _, listed := r.State().Member([32]byte(d.UserID())); !listed && everListedUser(r, d.UserID()) {
+					out = StateRemoved
+				}
 			}
 		case roster.StatusWaiting:
 			out = StateWaiting

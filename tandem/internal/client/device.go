@@ -96,22 +96,24 @@ type Device struct {
 
 	syncMu sync.Mutex // one Sync at a time
 
-	mu      sync.Mutex // guards everything below
-	home    *record.State
-	colls   map[CollectionID]*collection
-	chans   map[string]*channel
-	cursor  hub.Cursor
-	ensured bool
-	msgs    map[hub.ID]*msgInfo
-	order   []hub.ID
-	byHash  map[[32]byte]hub.ID // fetched or published messages in the folder, by H(envelope)
-	held    []*heldMsg
-	outbox  []outMsg
-	outSeq  uint64
-	share   *shares // sharing messages waiting to be judged (share.go)
-	delta   Delta   // changes not yet given to the journal
-	broken  error   // a journal commit failed after memory changed
-	now     func() time.Time
+	mu        sync.Mutex // guards everything below
+	home      *record.State
+	colls     map[CollectionID]*collection
+	chans     map[string]*channel
+	cursor    hub.Cursor
+	ensured   bool
+	msgs      map[hub.ID]*msgInfo
+	order     []hub.ID
+	byHash    map[[32]byte]hub.ID // fetched or published messages in the folder, by H(envelope)
+	held      []*heldMsg
+	outbox    []outMsg
+	outSeq    uint64
+	share     *shares                    // sharing messages waiting to be judged (share.go)
+	rotations map[CollectionID]*rotation // key changes in progress (rotate.go)
+	epochSeen map[CollectionID][32]byte  // the epoch each collection was last published in (resign.go)
+	delta     Delta                      // changes not yet given to the journal
+	broken    error                      // a journal commit failed after memory changed
+	now       func() time.Time
 }
 
 // channel is a channel this device follows: home, or one epoch of a
@@ -238,6 +240,8 @@ func New(cfg Config) (*Device, error) {
 	d.chans[d.id.HomeTag] = &channel{tag: d.id.HomeTag, key: d.id.HomeKey}
 	d.chans[d.id.InboxTag] = &channel{tag: d.id.InboxTag, role: roleInbox}
 	d.share = newShares()
+	d.rotations = map[CollectionID]*rotation{}
+	d.epochSeen = map[CollectionID][32]byte{}
 	return d, nil
 }
 

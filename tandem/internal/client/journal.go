@@ -39,23 +39,25 @@ const (
 
 // Delta is one atomic change of a device's persisted state.
 type Delta struct {
-	HLC        suite.HLC       // the clock's last value (§9.1: never goes back)
-	Writes     []*record.Write // writes newly kept in home or a collection (the scope is the body's)
-	Statements []SavedStatement
-	Fragments  []SavedFragment
-	Msgs       []SavedMsg // upserts of the message index
-	Gone       []hub.ID   // messages no longer in the folder
-	OutAdd     []SavedOut
-	OutDel     []uint64 // outbox sequence numbers published
-	Cursor     hub.Cursor
-	CursorSet  bool
-	HeldAdd    []SavedHeld
-	HeldDel    []hub.ID
+	HLC           suite.HLC       // the clock's last value (§9.1: never goes back)
+	Writes        []*record.Write // writes newly kept in home or a collection (the scope is the body's)
+	Statements    []SavedStatement
+	Fragments     []SavedFragment
+	Msgs          []SavedMsg // upserts of the message index
+	Gone          []hub.ID   // messages no longer in the folder
+	OutAdd        []SavedOut
+	OutDel        []uint64 // outbox sequence numbers published
+	Cursor        hub.Cursor
+	CursorSet     bool
+	HeldAdd       []SavedHeld
+	HeldDel       []hub.ID
+	Rotations     []SavedRotation // rotations begun or advanced (upserts)
+	RotationsDone []CollectionID  // rotations finished
 }
 
 func (x *Delta) empty() bool {
 	return len(x.Writes)+len(x.Statements)+len(x.Fragments)+len(x.Msgs)+len(x.Gone)+
-		len(x.OutAdd)+len(x.OutDel)+len(x.HeldAdd)+len(x.HeldDel) == 0 && !x.CursorSet
+		len(x.OutAdd)+len(x.OutDel)+len(x.HeldAdd)+len(x.HeldDel)+len(x.Rotations)+len(x.RotationsDone) == 0 && !x.CursorSet
 }
 
 // SavedStatement is a roster statement the chain of collection Collection

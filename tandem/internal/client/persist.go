@@ -74,6 +74,7 @@ type Source interface {
 	Msgs(ctx context.Context, fn func(SavedMsg) error) error
 	Outbox(ctx context.Context, fn func(SavedOut) error) error
 	Held(ctx context.Context, fn func(SavedHeld) error) error
+	Rotations(ctx context.Context, fn func(SavedRotation) error) error
 	Cursor(ctx context.Context) (hub.Cursor, error)
 }
 
@@ -127,6 +128,9 @@ func (d *Device) Restore(ctx context.Context, src Source) error {
 	}
 	if err := d.restoreIndex(ctx, src); err != nil {
 		return err
+	}
+	if err := src.Rotations(ctx, d.restoreRotation); err != nil {
+		return fmt.Errorf("tandem/client: restore rotations: %w", err)
 	}
 	cur, err := src.Cursor(ctx)
 	if err != nil {

@@ -21,6 +21,19 @@ const SoftMessage = 64 << 10
 // (§10.7; see domination). d.mu is not held.
 func (d *Device) pushRecord(ctx context.Context, s hub.Store, m outMsg, rep *SyncReport) error {
 	d.mu.Lock()
+	// A record is published in its collection's current epoch, whichever
+	// epoch it was edited in (§11.6: a device that learned of the change
+	// stops publishing to the old epoch); a removed user publishes nothing.
+	if ch := d.chans[m.channel]; ch != nil && ch.coll != nil {
+		cur, err := d.currentChannel(ch.coll)
+		if _, werr := d.writerFor(ch.coll, cur); err != nil || werr != nil {
+			d.dropPublished(m.seq)
+			err := d.commitSynced()
+			d.mu.Unlock()
+			return err
+		}
+		m.channel = cur.tag
+	}
 	parts, err := d.recordParts(m.channel, m.rec)
 	d.mu.Unlock()
 	if err != nil {
@@ -98,7 +111,35 @@ func (d *Device) recordParts(channel string, rec [16]byte) ([]part, error) {
 	if ch.coll != nil {
 		st = ch.coll.state
 	}
-	ws := st.Writes(rec)
+	return d.sealParts(ch, rec, d.publishable(ch, rec, st.Writes(rec)))
+}
+
+// publishable keeps the writes other devices accept in ch (§8.3): those of
+// the channel's epoch, and earlier ones its inventory lists. An earlier
+// write it doesn't list is left out: its author signs it again (resign.go).
+// d.mu is held.
+func (d *Device) publishable(ch *channel, rec [16]byte, ws []*record.Write) []*record.Write {
+	if ch.coll == nil {
+		return ws
+	}
+	r, ok := ch.coll.chain.Roster()
+	if !ok {
+		return ws
+	}
+	n, _ := r.Counter(r.Head().ID())
+	inv, _ := r.Inventory(r.Epoch())
+	out := ws[:0:0]
+	for _, w := range ws {
+		if w.Epoch() == n || (inv != nil && inv.Lists(rec, w.ID())) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// sealParts seals ws, all of record rec, as messages for ch under
+// SoftMessage. d.mu is held.
+func (d *Device) sealParts(ch *channel, rec [16]byte, ws []*record.Write) ([]part, error) {
 	var out []part
 	for start := 0; start < len(ws); {
 		n := len(ws) - start

@@ -83,10 +83,20 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 			return rep, err
 		}
 	}
+	d.mu.Lock()
+	d.resignAll()
+	err = d.commitSynced()
+	d.mu.Unlock()
+	if err != nil {
+		return rep, err
+	}
 	if err := d.healAfterPull(ctx, s, rep); err != nil {
 		return rep, err
 	}
 	err = d.push(ctx, s, rep)
+	if err == nil {
+		err = d.runRotations(ctx, s, rep)
+	}
 	if err == nil {
 		err = d.destroyAnswered(ctx, s)
 	}
@@ -633,10 +643,34 @@ func (d *Device) admitData(o *opened) error {
 		if err := checkKey(coll, o.ch); err != nil {
 			return err
 		}
+		if err := carried(coll, o.ch, w); err != nil {
+			return err
+		}
 		ws = append(ws, w)
 	}
 	for _, w := range ws {
 		d.keep(coll.state, w)
 	}
 	return nil
+}
+
+// ErrNotCarried: a write read in an earlier epoch's channel after the
+// collection moved on, and not listed in the current epoch's inventory:
+// the device has changed to the new snapshot (§11.6), and such a write
+// enters only if its author signs it again.
+var ErrNotCarried = errors.New("tandem/client: write of an earlier epoch not carried into the current one (§11.6)")
+
+// carried checks a write read in channel ch against the collection's
+// current epoch: in the current channel anything eligible enters; in an
+// earlier one only what the current inventory lists.
+func carried(coll *collection, ch *channel, w *record.Write) error {
+	r, ok := coll.chain.Roster()
+	if !ok || ch.epoch == r.Epoch() {
+		return nil
+	}
+	inv, ok := r.Inventory(r.Epoch())
+	if ok && inv.Lists(w.Record(), w.ID()) {
+		return nil
+	}
+	return ErrNotCarried
 }

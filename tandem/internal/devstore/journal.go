@@ -98,6 +98,17 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 			return err
 		}
 	}
+	for _, r := range d.Rotations {
+		if err := exec("INSERT INTO rotations(coll, step, payload, key, inventory, old_epoch, old_key) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(coll) DO UPDATE SET step = excluded.step",
+			r.Collection[:], r.Step, r.Payload, r.Key[:], r.Inventory, r.OldEpoch[:], r.OldKey[:]); err != nil {
+			return err
+		}
+	}
+	for _, c := range d.RotationsDone {
+		if err := exec("DELETE FROM rotations WHERE coll = ?", c[:]); err != nil {
+			return err
+		}
+	}
 	if d.CursorSet && d.Cursor == nil {
 		if err := exec("DELETE FROM meta WHERE k = ?", KeyCursor); err != nil {
 			return err
@@ -235,6 +246,21 @@ func (r *source) Held(ctx context.Context, fn func(client.SavedHeld) error) erro
 		}
 		h.ID, h.FirstSeen = hub.ID(id), time.UnixMilli(ms)
 		return fn(h)
+	})
+}
+
+func (r *source) Rotations(ctx context.Context, fn func(client.SavedRotation) error) error {
+	return r.each(ctx, "SELECT coll, step, payload, key, inventory, old_epoch, old_key FROM rotations", nil, func(rows *sql.Rows) error {
+		var c, k, oe, ok []byte
+		var s client.SavedRotation
+		if err := rows.Scan(&c, &s.Step, &s.Payload, &k, &s.Inventory, &oe, &ok); err != nil {
+			return err
+		}
+		if len(c) != 16 || len(k) != 32 || len(oe) != 32 || len(ok) != 32 {
+			return fmt.Errorf("devstore: malformed rotation row")
+		}
+		s.Collection, s.Key, s.OldEpoch, s.OldKey = client.CollectionID(c), [32]byte(k), [32]byte(oe), [32]byte(ok)
+		return fn(s)
 	})
 }
 

@@ -13,6 +13,7 @@
 //	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB)   in rowid order
 //	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB)
 //	held(id TEXT PRIMARY KEY, channel TEXT, envelope BLOB, first_seen INTEGER)
+//	rotations(coll BLOB PRIMARY KEY, step, payload, key, inventory, old_epoch, old_key)   the §11.6 journal
 //
 // Written by hand: only the schema and the queries.
 package devstore
@@ -79,6 +80,7 @@ CREATE TABLE fragments(seq INTEGER PRIMARY KEY, coll BLOB NOT NULL, payload BLOB
 CREATE TABLE msgs(id TEXT PRIMARY KEY, channel TEXT NOT NULL, state INTEGER NOT NULL, hash BLOB, kind INTEGER NOT NULL, rec BLOB, writes BLOB);
 CREATE TABLE outbox(seq INTEGER PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB, rec BLOB, dirty INTEGER NOT NULL, kind INTEGER NOT NULL, writes BLOB);
 CREATE TABLE held(id TEXT PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB NOT NULL, first_seen INTEGER NOT NULL);
+CREATE TABLE rotations(coll BLOB PRIMARY KEY, step INTEGER NOT NULL, payload BLOB NOT NULL, key BLOB NOT NULL, inventory BLOB NOT NULL, old_epoch BLOB NOT NULL, old_key BLOB NOT NULL);
 `,
 }
 

@@ -251,3 +251,21 @@ func sign(s Signer, scope [16]byte, ref [32]byte, state *State) (*Statement, err
 func (st *Statement) Equal(o *Statement) bool {
 	return st.ID() == o.ID() && bytes.Equal(st.Sig(), o.Sig())
 }
+
+// RemoveMembers removes several members other than the owner in one
+// statement that starts an epoch (§7.4: making a shared collection private
+// again removes all other members, with one rotation).
+func RemoveMembers(r *Roster, s Signer, uids [][32]byte, state StateView) (*Change, error) {
+	next, err := r.begin(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, uid := range uids {
+		i := next.index(uid)
+		if i < 0 || next.Members[i].Role == RoleOwner {
+			return nil, fmt.Errorf("%w: cannot remove %x", ErrStateMismatch, uid)
+		}
+		next.Members = append(next.Members[:i], next.Members[i+1:]...)
+	}
+	return r.finishEpoch(s, next, state)
+}

@@ -1,0 +1,195 @@
+package tandem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ferry-sync/ferry/tandem/internal/client"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+)
+
+// Sharing changes that start an epoch (§11.6): removing a member, making
+// a writer a reader, a new key, making a list private again. Each syncs
+// first (it needs the network: §13.3 "Changing who a list is shared with
+// needs a connection."), signs the change and saves it in the device's
+// journal before anything leaves the device, then syncs again, which
+// uploads the new epoch, announces it, grants the new key to the remaining
+// members and retires the old epoch's data. If the process dies midway,
+// the next Sync after reopening finishes the same change.
+
+// RemoveMember removes user from collection c (only its owner may).
+func (d *Device) RemoveMember(ctx context.Context, c CollectionID, user UserID) error {
+	return d.rotate(ctx, c, client.RotateRemove, user, "removing "+d.memberName(c, user))
+}
+
+// SetRole makes a member a writer or a reader. Lowering a role starts an
+// epoch; raising one does not (§7.2).
+func (d *Device) SetRole(ctx context.Context, c CollectionID, user UserID, role Role) error {
+	switch role {
+	case RoleReader:
+		return d.rotate(ctx, c, client.RotateDemote, user, "making "+d.memberName(c, user)+" read-only")
+	case RoleWriter:
+		uid := [32]byte(user)
+		return d.ownerChange(ctx, c, &uid, false)
+	}
+	return newErr(CodeInvalid, nil, "a member is a writer or a reader")
+}
+
+// NewKey gives collection c a new key, with the same members.
+func (d *Device) NewKey(ctx context.Context, c CollectionID) error {
+	return d.rotate(ctx, c, client.RotateNewKey, UserID{}, "giving it a new key")
+}
+
+// MakePrivate removes every member but the owner, in one rotation (§7.4).
+func (d *Device) MakePrivate(ctx context.Context, c CollectionID) error {
+	return d.rotate(ctx, c, client.RotatePrivate, UserID{}, "making it private again")
+}
+
+// DeleteCollection deletes collection c for everyone (§11.9); there is no
+// undo, but a replica can still be copied (CopyCollection).
+func (d *Device) DeleteCollection(ctx context.Context, c CollectionID) error {
+	return d.ownerChange(ctx, c, nil, true)
+}
+
+func (d *Device) memberName(c CollectionID, u UserID) string {
+	ms, _ := d.Members(c)
+	for _, m := range ms {
+		if m.User == u {
+			return m.Name
+		}
+	}
+	return u.String()
+}
+
+func (d *Device) rotate(ctx context.Context, c CollectionID, kind client.RotationKind, user UserID, what string) error {
+	eng, err := d.engine()
+	if err != nil {
+		return err
+	}
+	if err := d.needNetwork(ctx); err != nil {
+		return err
+	}
+	names, _ := d.Name(c)
+	if len(names) > 0 {
+		what += " in " + names[0].String()
+	}
+	if err := eng.BeginRotation(client.CollectionID(c), kind, [32]byte(user), what); err != nil {
+		return d.sharingErr(err)
+	}
+	d.notifyLocal()
+	_, err = d.Sync(ctx)
+	return err
+}
+
+func (d *Device) ownerChange(ctx context.Context, c CollectionID, promote *[32]byte, del bool) error {
+	eng, err := d.engine()
+	if err != nil {
+		return err
+	}
+	if err := d.needNetwork(ctx); err != nil {
+		return err
+	}
+	if err := eng.OwnerChange(client.CollectionID(c), promote, del); err != nil {
+		return d.sharingErr(err)
+	}
+	d.notifyLocal()
+	_, err = d.Sync(ctx)
+	return err
+}
+
+// needNetwork syncs, so that a sharing change is made on the current
+// roster (§8.2); offline it fails with the §13.3 message.
+func (d *Device) needNetwork(ctx context.Context) error {
+	if _, err := d.Sync(ctx); err != nil {
+		if CodeOf(err) == CodeOffline {
+			return newErr(CodeOffline, err, msgNeedsNetwork)
+		}
+		return err
+	}
+	return nil
+}
+
+func (d *Device) sharingErr(err error) error {
+	var msg string
+	switch {
+	case errors.Is(err, client.ErrInFlight):
+		_, what, _ := strings.Cut(err.Error(), ": ")
+		_, what, _ = strings.Cut(what, ": ")
+		return newErr(CodeInFlight, err, "another of your devices started %s and didn't finish: finish or discard it there first", what)
+	case errors.Is(err, client.ErrNotOwner):
+		msg = "only the list's owner can change who it is shared with"
+	case errors.Is(err, roster.ErrStateMismatch):
+		msg = "that change doesn't apply to this member"
+	case errors.Is(err, client.ErrUnknownCollection):
+		return newErr(CodeNotFound, err, "no such list on this device")
+	default:
+		return newErr(CodeStorage, err, "the change could not be made")
+	}
+	return newErr(CodeNotWritable, err, "%s", msg)
+}
+
+// CopyCollection copies a collection the user can read — a dead one (§11.8)
+// or a deleted one — into a new collection owned by the user: the current
+// value of every field, set and record as the user's own writes. Tombstones
+// and the old writes' signatures are not carried; people are invited again.
+func (d *Device) CopyCollection(c CollectionID, name string) (CollectionID, error) {
+	recs, err := d.Records(c)
+	if err != nil {
+		return CollectionID{}, err
+	}
+	nc, err := d.NewCollection(name)
+	if err != nil {
+		return CollectionID{}, err
+	}
+	for _, r := range recs {
+		if r.Deleted {
+			continue
+		}
+		fields := map[string][]byte{}
+		for f, v := range r.Fields {
+			if len(v.Values) > 0 {
+				fields[f] = v.Values[0].Bytes
+			}
+		}
+		id, err := d.NewRecord(nc, fields)
+		if err != nil {
+			return nc, err
+		}
+		for f, v := range r.Fields {
+			for _, e := range v.Elements {
+				if err := d.AddElement(nc, id, f, e); err != nil {
+					return nc, err
+				}
+			}
+		}
+	}
+	return nc, nil
+}
+
+// Removed reports whether the user was removed from collection c: the
+// followed roster no longer lists them (§13.2 "House is no longer shared
+// with you."). The replica stays readable; unsent edits are kept locally.
+func (d *Device) Removed(c CollectionID) bool {
+	removed := false
+	d.view(c, func(_ *record.State, r *roster.Roster) {
+		if r != nil {
+			_, listed := r.State().Member([32]byte(d.UserID()))
+			removed = !listed && everListedUser(r, d.UserID())
+		}
+	})
+	return removed
+}
+
+func everListedUser(r *roster.Roster, u UserID) bool {
+	for _, st := range r.Statements() {
+		if _, ok := st.State().Member([32]byte(u)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,97 @@
+package tandem
+
+import (
+	"testing"
+)
+
+// The sharing story goes on (§11.6): Jesper removes Aimee while her device
+// is offline with an unsent edit, and while Ben has a late write from
+// epoch 0 that the inventory misses; then makes Ben a reader.
+func TestRotationStory(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	runRotationStory(t, s)
+}
+
+func runRotationStory(t *testing.T, s *sharing) {
+	ctx := t.Context()
+	// Ben starts as a reader in shareStory: make him a writer (same epoch).
+	if err := s.j1.SetRole(ctx, s.c, s.be.UserID(), RoleWriter); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(1)
+	paint, err := s.j1.NewRecord(s.c, map[string][]byte{"title": []byte("Paint")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(1)
+	// Offline: Aimee and Ben edit without syncing.
+	if err := s.ai.SetString(s.c, paint, "note", "Aimee's unsent edit"); err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.be.NewRecord(s.c, map[string][]byte{"title": []byte("Ben's late item")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Jesper removes Aimee: epoch 1.
+	if err := s.j1.RemoveMember(ctx, s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	if s.j1.eng.Rotating([16]byte(s.c)) {
+		t.Fatal("the rotation did not finish in one sync")
+	}
+	// Ben returns: learns of the epoch, signs his late write again.
+	syncT(t, s.be)
+	syncT(t, s.be)
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	for _, d := range []*Device{s.j1, s.j2, s.be} {
+		if r, err := d.Record(s.c, late); err != nil || r.Get("title") != "Ben's late item" {
+			t.Fatalf("Ben's late write on a device: %v %+v", err, r)
+		}
+		if d.Removed(s.c) {
+			t.Fatal("a remaining member counts as removed")
+		}
+	}
+	// Aimee returns: told she was removed, her edit kept locally only.
+	syncT(t, s.ai)
+	if st, _ := s.ai.CollectionState(s.c); st != StateRemoved {
+		t.Fatalf("Aimee's state after removal: %s", st)
+	}
+	if r, _ := s.ai.Record(s.c, paint); r.Get("note") != "Aimee's unsent edit" {
+		t.Fatalf("Aimee's unsent edit is not kept locally: %+v", r)
+	}
+	if err := s.ai.SetString(s.c, paint, "note", "after removal"); CodeOf(err) != CodeNotWritable {
+		t.Fatalf("Aimee wrote after her removal: %v", err)
+	}
+	s.syncAll(2)
+	for _, d := range []*Device{s.j1, s.j2, s.be} {
+		if r, _ := d.Record(s.c, paint); r.Get("note") != "" {
+			t.Fatalf("Aimee's edit from before her removal, never sent, reached a member: %+v", r)
+		}
+	}
+	want := stateOf(t, s.j1, s.c)
+	for i, d := range []*Device{s.j2, s.be} {
+		if !bytesEqual(stateOf(t, d, s.c), want) {
+			t.Fatalf("member device %d differs after the rotation", i)
+		}
+	}
+	// Jesper makes Ben a reader: epoch 2.
+	if err := s.j2.SetRole(ctx, s.c, s.be.UserID(), RoleReader); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(2)
+	if s.be.Role(s.c) != RoleReader {
+		t.Fatalf("Ben's role: %q", s.be.Role(s.c))
+	}
+	if err := s.be.SetString(s.c, paint, "title", "x"); CodeOf(err) != CodeNotWritable {
+		t.Fatalf("Ben wrote as a reader: %v", err)
+	}
+	if err := s.j1.SetString(s.c, paint, "title", "Paint (white)"); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(2)
+	if r, _ := s.be.Record(s.c, paint); r.Get("title") != "Paint (white)" {
+		t.Fatalf("Ben does not read the new epoch: %+v", r)
+	}
+}
