@@ -75,10 +75,10 @@ type RotationKind int
 
 // Rotation kinds.
 const (
-	RotateRemove RotationKind = iota // remove a member (§7.2)
-	RotateDemote                     // make a writer a reader
-	RotateNewKey                     // a new key, same members
-	RotatePrivate                    // remove every member but the owner (§7.4)
+	RotateRemove  RotationKind = iota // remove a member (§7.2)
+	RotateDemote                      // make a writer a reader
+	RotateNewKey                      // a new key, same members
+	RotatePrivate                     // remove every member but the owner (§7.4)
 )
 
 // BeginRotation starts a key change of collection c (§11.6 steps 1–2): the
