@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferry-sync/ferry/cmd/ferry/internal/tandemcli"
 	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/transport"
 )
@@ -116,10 +117,12 @@ accepts the peer again after a link ends (and several links at once), and
 the connecting side redials. Progress (connected, documents sent and
 received, links ending) goes to stderr.
 
-It exits non-zero, saying why on stderr, when the inputs are wrong, when
-the connecting side cannot reach the peer within 30 seconds (or --for) of
-starting, when the handshake fails (the address is not a ferry peer, or it
-refused our key), and when an --expect was not met.
+It exits 2, saying why on stderr, when the command line is wrong (a flag
+missing, doubled or with a bad value, --peer naming our own key), and 1
+when it could not do its work: a key or state file it cannot use, the
+connecting side not reaching the peer within 30 seconds (or --for) of
+starting, a failed handshake (the address is not a ferry peer, or it
+refused our key), an --expect not met.
 
 With --state, the documents peers have named (the 1,024-document ceiling)
 are saved with them, and STATE.quarantine/ records every peer blob in
@@ -150,6 +153,12 @@ must run the same engine, or neither reads the other's frames.`,
 	return cmd
 }
 
+// peerUsage is a command-line error: a flag missing, doubled or with a
+// bad value (exit 2, like every usage error of ferry).
+func peerUsage(format string, args ...any) error {
+	return &tandemcli.Error{Exit: tandemcli.ExitUsage, Kind: "usage", Msg: fmt.Sprintf(format, args...)}
+}
+
 // peerInputs is what the flags say, checked: nothing has been created yet.
 type peerInputs struct {
 	self    transport.Key
@@ -163,46 +172,46 @@ type peerInputs struct {
 func (o *peerRun) check(cmd *cobra.Command) (peerInputs, error) {
 	var in peerInputs
 	if (o.listen == "") == (o.connect == "") {
-		return in, errors.New("give exactly one of --listen ADDR and --connect ADDR")
+		return in, peerUsage("give exactly one of --listen ADDR and --connect ADDR")
 	}
 	for _, a := range []string{o.listen, o.connect} {
 		if _, _, err := net.SplitHostPort(a); a != "" && err != nil {
-			return in, fmt.Errorf("address %q is not host:port", a)
+			return in, peerUsage("address %q is not host:port", a)
 		}
 	}
 	if cmd.Flags().Changed("for") && o.duration <= 0 {
-		return in, fmt.Errorf("--for %v: give a positive duration such as 30s, or leave it out to run until interrupted", o.duration)
+		return in, peerUsage("--for %v: give a positive duration such as 30s, or leave it out to run until interrupted", o.duration)
 	}
 	if o.interval <= 0 {
-		return in, fmt.Errorf("--interval %v: give a positive duration such as 2s", o.interval)
+		return in, peerUsage("--interval %v: give a positive duration such as 2s", o.interval)
 	}
 	if o.linger < 0 {
-		return in, fmt.Errorf("--linger %v: give zero or a positive duration", o.linger)
+		return in, peerUsage("--linger %v: give zero or a positive duration", o.linger)
 	}
 	if o.engine != "kv" && o.engine != "loro" {
-		return in, fmt.Errorf("--engine %q: give kv or loro", o.engine)
+		return in, peerUsage("--engine %q: give kv or loro", o.engine)
 	}
 	var err error
 	if in.self, err = loadPeerKey(o.key); err != nil {
 		return in, err
 	}
 	if in.peerPub, err = hex.DecodeString(o.peer); err != nil || len(in.peerPub) != 32 {
-		return in, errors.New("--peer is not a 32-byte hex public key (print one with 'ferry peer keygen --show KEYFILE')")
+		return in, peerUsage("--peer is not a 32-byte hex public key (print one with 'ferry peer keygen --show KEYFILE')")
 	}
 	if bytes.Equal(in.peerPub, in.self.Public) {
-		return in, errors.New("--peer is this replica's own public key; give the other replica's")
+		return in, peerUsage("--peer is this replica's own public key; give the other replica's")
 	}
 	for _, s := range o.sets {
 		doc, key, val, ok := parseDocKey(s, true)
 		if !ok {
-			return in, fmt.Errorf("--set %q: want doc/key=value", s)
+			return in, peerUsage("--set %q: want doc/key=value", s)
 		}
 		in.sets = append(in.sets, [3]string{doc, key, val})
 	}
 	for _, e := range o.expect {
 		doc, key, _, ok := parseDocKey(e, false)
 		if !ok {
-			return in, fmt.Errorf("--expect %q: want doc/key", e)
+			return in, peerUsage("--expect %q: want doc/key", e)
 		}
 		in.expect = append(in.expect, [2]string{doc, key})
 	}

@@ -174,13 +174,20 @@ func TestPeerDialerRedials(t *testing.T) {
 	}
 }
 
-// fails runs ferry and checks it exits 1 (main's exit code for every
-// failure) with a line containing want.
+// fails runs ferry and checks it exits 1 (ferry's code for a failure)
+// with a line containing want.
 func fails(t *testing.T, want string, args ...string) *proc {
 	t.Helper()
+	return failsWith(t, 1, want, args...)
+}
+
+// failsWith runs ferry and checks it exits with code (1: a failure, 2: the
+// command line was wrong) and a line containing want.
+func failsWith(t *testing.T, code int, want string, args ...string) *proc {
+	t.Helper()
 	p := ferry(t, args...)
-	if code := p.wait(t); code != 1 {
-		t.Fatalf("ferry %v exited %d, want 1\nstderr:\n%s", args, code, &p.stderr)
+	if got := p.wait(t); got != code {
+		t.Fatalf("ferry %v exited %d, want %d\nstderr:\n%s", args, got, code, &p.stderr)
 	}
 	if !strings.Contains(p.stderr.String(), want) {
 		t.Fatalf("ferry %v: stderr lacks %q:\n%s", args, want, &p.stderr)
@@ -201,24 +208,25 @@ func TestPeerFailuresExitNonZero(t *testing.T) {
 	dead := freeAddr(t)
 	missing := filepath.Join(k.dir, "missing", "s.state")
 	for _, c := range []struct {
+		code int // 1: it could not; 2: the command line was wrong
 		want string
 		args []string
 	}{
-		{"cannot reach " + dead, run("--connect", dead, "--for", "1500ms")},
-		{"own public key", []string{"peer", "run", "--key", k.a, "--peer", k.pubA, "--listen", "127.0.0.1:0", "--for", "1s"}},
-		{"--expect \"nokey\"", run("--listen", "127.0.0.1:0", "--expect", "nokey", "--state", missing)},
-		{"--expect \"notes/\"", run("--listen", "127.0.0.1:0", "--expect", "notes/")},
-		{"--for 0s", run("--listen", "127.0.0.1:0", "--for", "0")},
-		{"--for -1s", run("--listen", "127.0.0.1:0", "--for", "-1s")},
-		{"--interval 0s", run("--listen", "127.0.0.1:0", "--interval", "0")},
-		{"--interval -1s", run("--listen", "127.0.0.1:0", "--interval", "-1s")},
-		{"does not exist", run("--listen", "127.0.0.1:0", "--for", "1s", "--state", missing)},
-		{"--expect not met: notes/never", run("--listen", "127.0.0.1:0", "--for", "1s", "--expect", "notes/never")},
-		{"exactly one of", run("--for", "1s")},
-		{"--peer is not", []string{"peer", "run", "--key", k.a, "--peer", "zz", "--listen", "127.0.0.1:0"}},
-		{"cannot be read", []string{"peer", "run", "--key", filepath.Join(k.dir, "nope"), "--peer", k.pubB, "--listen", "127.0.0.1:0"}},
+		{1, "cannot reach " + dead, run("--connect", dead, "--for", "1500ms")},
+		{2, "own public key", []string{"peer", "run", "--key", k.a, "--peer", k.pubA, "--listen", "127.0.0.1:0", "--for", "1s"}},
+		{2, "--expect \"nokey\"", run("--listen", "127.0.0.1:0", "--expect", "nokey", "--state", missing)},
+		{2, "--expect \"notes/\"", run("--listen", "127.0.0.1:0", "--expect", "notes/")},
+		{2, "--for 0s", run("--listen", "127.0.0.1:0", "--for", "0")},
+		{2, "--for -1s", run("--listen", "127.0.0.1:0", "--for", "-1s")},
+		{2, "--interval 0s", run("--listen", "127.0.0.1:0", "--interval", "0")},
+		{2, "--interval -1s", run("--listen", "127.0.0.1:0", "--interval", "-1s")},
+		{1, "does not exist", run("--listen", "127.0.0.1:0", "--for", "1s", "--state", missing)},
+		{1, "--expect not met: notes/never", run("--listen", "127.0.0.1:0", "--for", "1s", "--expect", "notes/never")},
+		{2, "exactly one of", run("--for", "1s")},
+		{2, "--peer is not", []string{"peer", "run", "--key", k.a, "--peer", "zz", "--listen", "127.0.0.1:0"}},
+		{1, "cannot be read", []string{"peer", "run", "--key", filepath.Join(k.dir, "nope"), "--peer", k.pubB, "--listen", "127.0.0.1:0"}},
 	} {
-		fails(t, c.want, c.args...)
+		failsWith(t, c.code, c.want, c.args...)
 	}
 	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a failed run created %s", filepath.Dir(missing))
