@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
-	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // Pairing on real servers (§6.3): the new device gets the hub from the QR
