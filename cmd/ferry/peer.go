@@ -243,7 +243,9 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 	defer kv.close(context.WithoutCancel(cmd.Context()))
 	stderr := cmd.ErrOrStderr()
 	sp := &exchange.Space{Engine: kv,
-		Report: func(r exchange.Report) { fmt.Fprintln(stderr, "ferry peer: cannot replicate:", r) }}
+		Report: func(r exchange.Report) {
+			fmt.Fprintln(stderr, "ferry peer: cannot replicate:", strings.ReplaceAll(r.String(), "\n", "; "))
+		}}
 	if o.state != "" {
 		if err := restorePeerState(sp, kv, in.state, o.state); err != nil {
 			return err
