@@ -71,14 +71,18 @@ var ErrUnhandledImport = errors.New("loro: module import not handled by the Go g
 type instanceKey struct{}
 
 // NewRuntime compiles the embedded module and instantiates the glue.
-func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
+func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) { return newRuntime(ctx, cfg, true) }
+
+// newRuntime is NewRuntime; interruptible false drops wazero's deadline
+// watch (for the call-overhead benchmark only).
+func newRuntime(ctx context.Context, cfg Config, interruptible bool) (*Runtime, error) {
 	if cfg.MemoryLimitPages == 0 {
 		cfg.MemoryLimitPages = DefaultMemoryLimitPages
 	}
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages).WithCloseOnContextDone(true)
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages).WithCloseOnContextDone(interruptible)
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
