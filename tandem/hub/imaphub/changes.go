@@ -2,6 +2,8 @@ package imaphub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -56,6 +58,10 @@ func (s *selection) absorb(r *response) error {
 			s.modSeq = 0
 		case "MAILBOXID":
 			s.mailboxID = strings.Trim(arg, "() ")
+			if len(s.mailboxID) > 64 { // RFC 8474 allows 255; the cursor keeps 64
+				h := sha256.Sum256([]byte(s.mailboxID))
+				s.mailboxID = hex.EncodeToString(h[:32])
+			}
 		}
 	case r.name == "EXISTS" && r.hasNum:
 		s.exists = r.num

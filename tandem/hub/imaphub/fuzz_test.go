@@ -119,15 +119,28 @@ func parseFetchGeneric(r *response) (fetched, error) {
 }
 
 // FuzzDecodeCursor: a cursor is accepted only if it encodes back to the
-// same bytes; anything else is ErrBadCursor.
+// same bytes (a cursor of the first layout, "imap1", to the same fields
+// with no identity); anything else is ErrBadCursor.
 func FuzzDecodeCursor(f *testing.F) {
 	f.Add([]byte(cursor{uidValidity: 3, modSeq: 9, lastUID: 20, known: setOf([]uint32{1, 2, 3, 7, 20})}.encode()))
 	f.Add([]byte(cursor{uidValidity: 1}.encode()))
+	f.Add([]byte(cursor{identity: folderIdentity("h:1", "u", "Tandem"), mailboxID: "F1a2b", uidValidity: 5, lastUID: 2, known: setOf([]uint32{2})}.encode()))
+	v1 := append([]byte(cursorMagicV1), 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3)
+	f.Add(v1)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := decodeCursor(b)
 		if err != nil {
 			if !errors.Is(err, hub.ErrBadCursor) {
 				t.Fatalf("error %v is not ErrBadCursor", err)
+			}
+			return
+		}
+		if bytes.HasPrefix(b, []byte(cursorMagicV1)) {
+			if c.identity != ([16]byte{}) || c.mailboxID != "" {
+				t.Fatalf("a first-layout cursor %x has an identity", b)
+			}
+			if !bytes.Equal(b[len(cursorMagicV1):], c.encode()[len(cursorMagic)+17:]) {
+				t.Fatalf("first-layout cursor %x re-encodes as %x", b, c.encode())
 			}
 			return
 		}
