@@ -84,7 +84,7 @@ func (s *peerServer) listen(ctx context.Context, ln net.Listener) error {
 		select {
 		case slots <- struct{}{}:
 		default:
-			s.refused(c.RemoteAddr().String(), fmt.Sprintf("%d links already open", peerMaxLinks))
+			s.refused(remoteIP(c), fmt.Sprintf("%d links already open", peerMaxLinks))
 			c.Close()
 			continue
 		}
@@ -111,11 +111,20 @@ func (s *peerServer) accept(ctx context.Context, c net.Conn) {
 		if offered != "" && offered != want {
 			s.refused("key "+offered, "not the --peer key")
 		} else if ctx.Err() == nil {
-			s.refused(c.RemoteAddr().(*net.TCPAddr).IP.String(), "handshake failed: "+err.Error())
+			s.refused(remoteIP(c), "it "+handshakeWhy(err))
 		}
 		return
 	}
 	s.runLink(ctx, conn, c.RemoteAddr().String())
+}
+
+// remoteIP names c's peer by address without the port, so refusals of
+// one host are counted together.
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
 }
 
 // refused logs a refused connection, once per who per refusalEvery.
