@@ -105,7 +105,10 @@ type Store interface {
 	// misses nothing that happened before. onChange is called from
 	// Watch's goroutine, one call at a time, and should return quickly. Watch
 	// returns ctx.Err() when ctx ends, or the error that broke the
-	// connection; the caller decides whether to watch again.
+	// connection; the caller decides whether to watch again. A connection
+	// that goes silent ends Watch with an [ErrUnavailable] error within a
+	// bound each binding documents (IMAP: IdleRefresh + ReplyTimeout; JMAP:
+	// RequestTimeout, or two ping intervals of an event stream).
 	Watch(ctx context.Context, onChange func()) error
 
 	// Close releases the store's connections. Watch calls in progress end.
