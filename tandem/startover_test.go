@@ -1,0 +1,182 @@
+package tandem
+
+import (
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ferry-sync/ferry/tandem/hub/memhub"
+	"github.com/ferry-sync/ferry/tandem/internal/client"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
+)
+
+// follow makes user a follow collection c of user b, as a grant would
+// (§11.4): a membership record in a's home holding b's epoch key, written
+// by another device of a and appended to the hub. Invites are not this
+// test's subject.
+func follow(t *testing.T, srv *memhub.Server, a, b *Device, c CollectionID) {
+	t.Helper()
+	id := suite.NewIdentity(a.us)
+	name := "membership:" + suite.B32(c[:])
+	rec := suite.NamedRecordID(name)
+	keys := b.eng.HomeSnapshot().Members(rec, "keys")
+	if len(keys) != 1 {
+		t.Fatalf("b's membership holds %d keys", len(keys))
+	}
+	var dev suite.DeviceID
+	rand.Read(dev[:])
+	now := uint64(time.Now().UnixMilli())
+	var ws []client.SignedWrite
+	for i, w := range []suite.WriteBody{
+		{Field: "_name", Op: suite.OpAssign, Value: []byte(name)},
+		{Field: "keys", Op: suite.OpAdd, Element: keys[0]},
+		{Field: "role", Op: suite.OpAssign, Value: []byte(roster.RoleWriter)},
+		{Field: "state", Op: suite.OpAssign, Value: []byte("active")},
+	} {
+		w.Scope, w.Record, w.Author = id.HomeScope, rec, id.UID
+		w.Dot = suite.Dot{Device: dev, HLC: suite.HLC{Millis: now, Counter: uint16(i)}}
+		_, _, sig, err := suite.SignWrite(id.SignKey, &w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, client.SignedWrite{Body: w, Sig: sig})
+	}
+	pt, err := client.EncodeRecordPayload(&client.RecordPayload{Record: rec, Writes: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := suite.SealEnvelope(suite.KindRecord, id.HomeKey, id.HomeTag, pt, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Open().Append(t.Context(), id.HomeTag, env); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, a)
+	if st, err := a.CollectionState(c); err != nil || st != StateFollowing {
+		t.Fatalf("a does not follow b's collection: %v %v", st, err)
+	}
+}
+
+// Start over (§6.4): a new identity in a new directory; the user's own
+// list copied with its current items as the new identity's writes
+// (§11.8: deleted records and old signatures not carried, one value of a
+// conflict), another user's list given back to ask for again.
+func TestStartOver(t *testing.T) {
+	srv := memhub.NewServer()
+	tmp := t.TempDir()
+	a := openT(t, filepath.Join(tmp, "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	own, _ := a.NewCollection("Groceries")
+	milk, _ := a.NewRecord(own, map[string][]byte{"title": []byte("Milk"), "qty": []byte("2")})
+	a.AddElement(own, milk, "tags", []byte("dairy"))
+	a.AddElement(own, milk, "tags", []byte("cold"))
+	a.RemoveElement(own, milk, "tags", []byte("cold"))
+	bread, _ := a.NewRecord(own, map[string][]byte{"title": []byte("Bread")})
+	a.Delete(own, bread)
+	eggs, _ := a.NewRecord(own, map[string][]byte{"title": []byte("Eggs")})
+	syncT(t, a)
+	// A conflict: a second device of Jesper's and this one set eggs' qty.
+	a2, err := Restore(t.Context(), filepath.Join(tmp, "a2"), a.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	syncT(t, a2)
+	a.SetString(own, eggs, "qty", "6")
+	a2.SetString(own, eggs, "qty", "12")
+	syncT(t, a2)
+	syncT(t, a)
+	if r, _ := a.Record(own, eggs); !r.Fields["qty"].Conflict() {
+		t.Fatal("no conflict to copy")
+	}
+
+	b := openT(t, filepath.Join(tmp, "b"), Options{Name: "Aimee", Store: memStore(srv)})
+	defer b.Close()
+	house, _ := b.NewCollection("House")
+	syncT(t, b)
+	follow(t, srv, a, b, house)
+
+	if _, err := a.StartOver(t.Context(), filepath.Join(tmp, "a"), Options{}); CodeOf(err) != CodeExists {
+		t.Fatalf("starting over in the device's own directory: %v", err)
+	}
+	full := filepath.Join(tmp, "full")
+	os.Mkdir(full, 0o700)
+	os.WriteFile(filepath.Join(full, "x"), nil, 0o600)
+	if _, err := a.StartOver(t.Context(), full, Options{}); CodeOf(err) != CodeExists {
+		t.Fatalf("starting over in a directory that is not empty: %v", err)
+	}
+
+	res, err := a.StartOver(t.Context(), filepath.Join(tmp, "new"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := res.Device
+	defer n.Close()
+	if n.UserID() == a.UserID() || n.DeviceID() == a.DeviceID() {
+		t.Fatal("starting over kept the identity or the device ID")
+	}
+	if key, ok := n.BackupKey(); !ok || key == a.ShowBackupKey() {
+		t.Fatal("the new identity has no new backup key to show")
+	}
+	if !slices.Equal(res.AskAgain, []CollectionID{house}) {
+		t.Fatalf("AskAgain = %v, want Aimee's House %v", res.AskAgain, house)
+	}
+	if len(res.Copies) != 1 || res.Copies[0].From != own || res.Copies[0].Name != "Groceries" || res.Copies[0].Records != 2 {
+		t.Fatalf("Copies = %+v", res.Copies)
+	}
+	cp := res.Copies[0].To
+	checkCopy(t, n, cp, milk, eggs, bread)
+
+	// The copy is published: another device of the new identity finds it.
+	syncT(t, n)
+	n2, err := Restore(t.Context(), filepath.Join(tmp, "n2"), n.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	syncT(t, n2)
+	checkCopy(t, n2, cp, milk, eggs, bread)
+	// The old identity is untouched.
+	if r, err := a.Record(own, milk); err != nil || r.Get("title") != "Milk" {
+		t.Fatalf("the old list after starting over: %v %+v", err, r)
+	}
+}
+
+func checkCopy(t *testing.T, n *Device, cp CollectionID, milk, eggs, bread RecordID) {
+	t.Helper()
+	if names, _ := n.Name(cp); len(names) != 1 || names[0].String() != "Groceries" || names[0].Author.User != n.UserID() {
+		t.Fatalf("the copy's name: %+v", names)
+	}
+	recs, err := n.Records(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Deleted || recs[1].Deleted {
+		t.Fatalf("the copy holds %+v; want milk and eggs, no tombstone of bread", recs)
+	}
+	if _, err := n.Record(cp, bread); CodeOf(err) != CodeNotFound {
+		t.Fatalf("the deleted record in the copy: %v", err)
+	}
+	m, _ := n.Record(cp, milk)
+	if m.Get("title") != "Milk" || m.Get("qty") != "2" || len(m.Fields["tags"].Elements) != 1 || string(m.Fields["tags"].Elements[0]) != "dairy" {
+		t.Fatalf("milk in the copy: %+v", m)
+	}
+	e, _ := n.Record(cp, eggs)
+	if q := e.Fields["qty"]; q.Conflict() || (e.Get("qty") != "6" && e.Get("qty") != "12") {
+		t.Fatalf("eggs in the copy: %+v", e)
+	}
+	for _, r := range recs {
+		for f, fl := range r.Fields {
+			for _, v := range fl.Values {
+				if v.Author.User != n.UserID() {
+					t.Fatalf("%s of a copied record is by %v, not the new identity", f, v.Author.User)
+				}
+			}
+		}
+	}
+}
