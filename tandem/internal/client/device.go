@@ -110,6 +110,7 @@ type Device struct {
 	outSeq    uint64
 	share     *shares                    // sharing messages waiting to be judged (share.go)
 	rotations map[CollectionID]*rotation // key changes in progress (rotate.go)
+	hook      func(point string)         // crash tests: called at each rotation step boundary
 	epochSeen map[CollectionID][32]byte  // the epoch each collection was last published in (resign.go)
 	delta     Delta                      // changes not yet given to the journal
 	broken    error                      // a journal commit failed after memory changed

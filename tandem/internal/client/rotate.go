@@ -160,6 +160,26 @@ func (d *Device) flightOf(c CollectionID) (flightNote, bool) {
 	return n, string(n.Dev) != string(d.dev[:])
 }
 
+// SetStepHook sets a function called at each boundary of a rotation's
+// steps and after each upload ("prepared", "upload", "uploaded",
+// "announce", "announced", "granted", "retired"); the crash tests kill the
+// process there.
+func (d *Device) SetStepHook(fn func(point string)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hook = fn
+}
+
+// at calls the step hook. d.mu is not held.
+func (d *Device) at(point string) {
+	d.mu.Lock()
+	h := d.hook
+	d.mu.Unlock()
+	if h != nil {
+		h(point)
+	}
+}
+
 // Rotating reports whether this device has a key change of c in progress.
 func (d *Device) Rotating(c CollectionID) bool {
 	d.mu.Lock()
@@ -185,6 +205,7 @@ func (d *Device) runRotations(ctx context.Context, s hub.Store, rep *SyncReport)
 }
 
 func (d *Device) runRotation(ctx context.Context, s hub.Store, rot *rotation, rep *SyncReport) error {
+	d.at("prepared")
 	if rot.step == rotPrepared {
 		if err := d.uploadEpoch(ctx, s, rot, rep); err != nil {
 			return err
@@ -192,11 +213,13 @@ func (d *Device) runRotation(ctx context.Context, s hub.Store, rot *rotation, re
 		if err := d.rotStep(rot, rotUploaded); err != nil {
 			return err
 		}
+		d.at("uploaded")
 	}
 	if rot.step == rotUploaded {
 		if err := d.announce(ctx, s, rot, rep); err != nil {
 			return err
 		}
+		d.at("announced")
 	}
 	if rot.step == rotAnnounced {
 		if err := d.grantAll(rot); err != nil {
@@ -208,9 +231,13 @@ func (d *Device) runRotation(ctx context.Context, s hub.Store, rot *rotation, re
 		if err := d.push(ctx, s, rep); err != nil {
 			return err
 		}
+		d.at("granted")
 	}
 	if rot.step == rotGranted {
-		return d.retireOldEpoch(ctx, s, rot, rep)
+		if err := d.retireOldEpoch(ctx, s, rot, rep); err != nil {
+			return err
+		}
+		d.at("retired")
 	}
 	return nil
 }
@@ -236,6 +263,7 @@ func (d *Device) appendIn(ctx context.Context, s hub.Store, ch *channel, pt []by
 		return err
 	}
 	rep.Published++
+	d.at("upload")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h := hub.Hash(env)
@@ -301,6 +329,7 @@ func (d *Device) uploadEpoch(ctx context.Context, s hub.Store, rot *rotation, re
 			return err
 		}
 		rep.Published++
+		d.at("upload")
 		d.mu.Lock()
 		h := hub.Hash(p.env)
 		d.msgs[id] = &msgInfo{channel: ch.tag, hash: h, kind: kindRecord, rec: recs[i], writes: p.ids}
@@ -339,6 +368,7 @@ func (d *Device) announce(ctx context.Context, s hub.Store, rot *rotation, rep *
 	if err := d.appendIn(ctx, s, old, pt, kindRoster, rosterRecordID, [][32]byte{rot.st.ID()}, rep); err != nil {
 		return err
 	}
+	d.at("announce")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	coll := d.colls[rot.coll]
@@ -349,6 +379,18 @@ func (d *Device) announce(ctx context.Context, s hub.Store, rot *rotation, rep *
 	d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, rot.oldEpoch, rot.st.Body(), rot.st.Sig()))
 	if err := coll.chain.SetInventory(epoch, rot.inv); err != nil {
 		return err
+	}
+	// Journal the inventory as its fragments, which restore re-assembles.
+	frags, err := roster.Split(epoch, rot.inv, SoftMessage)
+	if err != nil {
+		return err
+	}
+	for _, f := range frags {
+		b, err := f.Encode()
+		if err != nil {
+			return err
+		}
+		d.delta.Fragments = append(d.delta.Fragments, SavedFragment{Collection: coll.id, Payload: b})
 	}
 	coll.checked[epoch] = true
 	coll.epochs[epoch] = rot.key
@@ -507,4 +549,11 @@ func (d *Device) OwnerChange(c CollectionID, promote *[32]byte, del bool) error 
 	m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
 	d.enqueue(m)
 	return d.commit()
+}
+
+// CurrentTag returns the channel tag of c's current epoch ("" if none).
+func (d *Device) CurrentTag(c CollectionID) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.currentTag(c)
 }
