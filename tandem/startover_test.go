@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
+	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/roster"
@@ -18,7 +21,7 @@ import (
 // (§11.4): a membership record in a's home holding b's epoch key, written
 // by another device of a and appended to the hub. Invites are not this
 // test's subject.
-func follow(t *testing.T, srv *memhub.Server, a, b *Device, c CollectionID) {
+func follow(t *testing.T, raw hub.Store, a, b *Device, c CollectionID) {
 	t.Helper()
 	id := suite.NewIdentity(a.us)
 	name := "membership:" + suite.B32(c[:])
@@ -53,7 +56,7 @@ func follow(t *testing.T, srv *memhub.Server, a, b *Device, c CollectionID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Open().Append(t.Context(), id.HomeTag, env); err != nil {
+	if _, err := raw.Append(t.Context(), id.HomeTag, env); err != nil {
 		t.Fatal(err)
 	}
 	syncT(t, a)
@@ -68,8 +71,24 @@ func follow(t *testing.T, srv *memhub.Server, a, b *Device, c CollectionID) {
 // conflict), another user's list given back to ask for again.
 func TestStartOver(t *testing.T) {
 	srv := memhub.NewServer()
+	startOverStory(t, Options{Store: memStore(srv)}, srv.Open())
+}
+
+// The same on Dovecot (user elena, used by no other test but pairing's).
+func TestStartOverDovecot(t *testing.T) {
+	h := dovecotHub(t, "elena")
+	raw, err := imaphub.Open(t.Context(), imaphub.Config{Addr: realtest.Getenv("FERRY_DOVECOT_ADDR"), User: h.user, Password: h.password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	startOverStory(t, Options{Hub: h}, raw)
+}
+
+func startOverStory(t *testing.T, on Options, raw hub.Store) {
 	tmp := t.TempDir()
-	a := openT(t, filepath.Join(tmp, "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	with := func(name string) Options { o := on; o.Name, o.Logger = name, quiet(); return o }
+	a := openT(t, filepath.Join(tmp, "a"), with("Jesper"))
 	defer a.Close()
 	own, _ := a.NewCollection("Groceries")
 	milk, _ := a.NewRecord(own, map[string][]byte{"title": []byte("Milk"), "qty": []byte("2")})
@@ -81,7 +100,7 @@ func TestStartOver(t *testing.T) {
 	eggs, _ := a.NewRecord(own, map[string][]byte{"title": []byte("Eggs")})
 	syncT(t, a)
 	// A conflict: a second device of Jesper's and this one set eggs' qty.
-	a2, err := Restore(t.Context(), filepath.Join(tmp, "a2"), a.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	a2, err := Restore(t.Context(), filepath.Join(tmp, "a2"), a.ShowBackupKey(), with(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +114,11 @@ func TestStartOver(t *testing.T) {
 		t.Fatal("no conflict to copy")
 	}
 
-	b := openT(t, filepath.Join(tmp, "b"), Options{Name: "Aimee", Store: memStore(srv)})
+	b := openT(t, filepath.Join(tmp, "b"), with("Aimee"))
 	defer b.Close()
 	house, _ := b.NewCollection("House")
 	syncT(t, b)
-	follow(t, srv, a, b, house)
+	follow(t, raw, a, b, house)
 
 	if _, err := a.StartOver(t.Context(), filepath.Join(tmp, "a"), Options{}); CodeOf(err) != CodeExists {
 		t.Fatalf("starting over in the device's own directory: %v", err)
@@ -134,7 +153,7 @@ func TestStartOver(t *testing.T) {
 
 	// The copy is published: another device of the new identity finds it.
 	syncT(t, n)
-	n2, err := Restore(t.Context(), filepath.Join(tmp, "n2"), n.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	n2, err := Restore(t.Context(), filepath.Join(tmp, "n2"), n.ShowBackupKey(), with(""))
 	if err != nil {
 		t.Fatal(err)
 	}
