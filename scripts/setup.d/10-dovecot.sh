@@ -33,6 +33,7 @@ export DEBIAN_FRONTEND=noninteractive
 MAILROOT=$(mail_root "$FERRY_CACHE")
 USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena"   # password: <user>pw; spares for parallel test packages (mallory..xena: hub fault tests)
 D=$MAILROOT/mail/dovecot
+P1=${FERRY_DOVECOT_PORT:-1143} P2=${FERRY_DOVECOT_PLAIN_PORT:-1144} PT=${FERRY_DOVECOT_TLS_PORT:-1993}   # other ports: a second set of instances (tests of this script)
 MAILUSER=tandemhub
 APT=(apt-get -qq -o DPkg::Lock::Timeout=600)
 
@@ -59,7 +60,7 @@ for old in "$D" "$FERRY_CACHE/mail/dovecot"; do   # the root may have moved sinc
   stop_instance "$old/plain/run/master.pid"
 done
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in 1143 1144 1993; do
+for port in $P1 $P2 $PT; do
   for _ in $(seq 1 100); do port_busy "$port" || break; sleep 0.1; done
   if port_busy "$port"; then echo "10-dovecot.sh: port $port is taken by another process" >&2; exit 1; fi
 done
@@ -126,8 +127,8 @@ service imap-login {
 ${5:-}
 CONF
 }
-write_conf qresync 1143 "" / "" 1993
-write_conf plain 1144 INBOX. . "protocol imap {
+write_conf qresync "$P1" "" / "" "$PT"
+write_conf plain "$P2" INBOX. . "protocol imap {
   imap_capability = IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE SORT SORT=DISPLAY THREAD=REFERENCES THREAD=REFS THREAD=ORDEREDSUBJECT MULTIAPPEND URL-PARTIAL CATENATE CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED I18NLEVEL=1 ESEARCH ESORT SEARCHRES WITHIN CONTEXT=SEARCH LIST-STATUS BINARY SNIPPET=FUZZY PREVIEW=FUZZY PREVIEW STATUS=SIZE SAVEDATE LITERAL+ NOTIFY SPECIAL-USE
 }"
 
@@ -146,19 +147,19 @@ wait_greeting() { # port
   echo "10-dovecot.sh: no IMAP greeting on 127.0.0.1:$1" >&2
   return 1
 }
-wait_greeting 1143
-wait_greeting 1144
-for _ in $(seq 1 100); do port_busy 1993 && break; sleep 0.05; done
-port_busy 1993 || { echo "10-dovecot.sh: nothing listens on 127.0.0.1:1993 (implicit TLS)" >&2; exit 1; }
+wait_greeting "$P1"
+wait_greeting "$P2"
+for _ in $(seq 1 100); do port_busy "$PT" && break; sleep 0.05; done
+port_busy "$PT" || { echo "10-dovecot.sh: nothing listens on 127.0.0.1:$PT (implicit TLS)" >&2; exit 1; }
 
 creds=""
 for u in $USERS; do creds="$creds${creds:+ }$u:${u}pw"; done
 mkdir -p "$FERRY_CACHE/env.d"
 cat > "$FERRY_CACHE/env.d/dovecot.env" <<ENV
-FERRY_DOVECOT_ADDR=127.0.0.1:1143
-FERRY_DOVECOT_PLAIN_ADDR=127.0.0.1:1144
-FERRY_DOVECOT_TLS_ADDR=127.0.0.1:1993
+FERRY_DOVECOT_ADDR=127.0.0.1:$P1
+FERRY_DOVECOT_PLAIN_ADDR=127.0.0.1:$P2
+FERRY_DOVECOT_TLS_ADDR=127.0.0.1:$PT
 FERRY_DOVECOT_CA=$D/tls/cert.pem
 FERRY_DOVECOT_USERS="$creds"
 ENV
-echo "dovecot: 127.0.0.1:1143 (QRESYNC, STARTTLS), 127.0.0.1:1993 (implicit TLS), 127.0.0.1:1144 (no QRESYNC, prefix INBOX.), users: $USERS"
+echo "dovecot: 127.0.0.1:$P1 (QRESYNC, STARTTLS), 127.0.0.1:$PT (implicit TLS), 127.0.0.1:$P2 (no QRESYNC, prefix INBOX.), users: $USERS"
