@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/exchange"
 	"github.com/ferry-sync/ferry/datasync/frame"
 	"github.com/ferry-sync/ferry/datasync/replica"
@@ -44,6 +45,7 @@ type peerServer struct {
 	peerPub  []byte
 	interval time.Duration
 	log      io.Writer
+	acts     attach.Acts // the blob holder's bounds, across every link
 
 	mu       sync.Mutex
 	refusals map[string]time.Time // key (or address) -> last refusal logged
@@ -204,7 +206,7 @@ func (s *peerServer) connect(ctx context.Context, addr string) (transport.Conn, 
 func (s *peerServer) runLink(ctx context.Context, conn transport.Conn, addr string) {
 	who := s.short(conn.Peer())
 	s.logf("connected to %s (%s)", who, addr)
-	opts := replica.Options{Caps: frame.Caps{s.space.Engine.Encoding().Entry, frame.EntryMedia}, Interval: s.interval}
+	opts := replica.Options{Caps: frame.Caps{s.space.Engine.Encoding().Entry, frame.EntryMedia}, Interval: s.interval, Acts: &s.acts}
 	l := replica.NewInSpace(s.space, conn, opts)
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()

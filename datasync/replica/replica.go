@@ -51,6 +51,10 @@ type Options struct {
 	MaxRecord int
 	// Blobs stores attachment bytes; nil means an in-memory store.
 	Blobs attach.Store
+	// Acts is the attachment holder's memory of what it acted on; share
+	// one among the links of a space so that a peer's reconnections and
+	// concurrent links count together. Nil means the link's own.
+	Acts *attach.Acts
 	// Report receives documents that cannot replicate.
 	Report func(exchange.Report)
 }
@@ -101,7 +105,7 @@ func NewInSpace(sp *exchange.Space, conn transport.Conn, o Options) *Link {
 	l.tx = &media.Sender{Send: func(ctx context.Context, c []byte) error {
 		return conn.Send(ctx, append([]byte{TagChunk}, c...))
 	}}
-	l.holder = &attach.Holder{Store: o.Blobs, Version: v,
+	l.holder = &attach.Holder{Store: o.Blobs, Version: v, Acts: o.Acts,
 		Send: func(ctx context.Context, _ string, p media.Purpose, b []byte) error { return l.tx.SendData(ctx, p, b) }}
 	l.rx = &media.Receiver{Judge: l.judge, Data: l.data, Refuse: l.refuse, Progress: func(p media.Purpose) {
 		if p.P == media.PurposeAttachment {
