@@ -135,6 +135,7 @@ func TestTrapRebuildsFromKeptBytes(t *testing.T) {
 	if after := stateOf(t, e); !after.same(before) {
 		t.Fatalf("after rebuild %s, before %s", after.json, before.json)
 	}
+
 	if got := must[[]byte](t)(e.JSON("other")); !bytes.Equal(got, otherBefore) {
 		t.Fatalf("compacted document after rebuild %s, before %s", got, otherBefore)
 	}

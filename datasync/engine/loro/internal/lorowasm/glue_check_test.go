@@ -159,3 +159,26 @@ func TestUnhandledImportRefused(t *testing.T) {
 		t.Fatalf("init without one import: %v", err)
 	}
 }
+
+// TestTrapBreaksInstance: a wasm trap proper (the module told to read past
+// its memory) ends the call with ErrTrapped and leaves the instance
+// refusing every later call, so its caller rebuilds instead of going on
+// with a corrupt one.
+func TestTrapBreaksInstance(t *testing.T) {
+	ctx := context.Background()
+	in, err := testRuntime(t).NewInstance(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := in.NewDoc(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.Call(ctx, "lorodoc_import", uint64(in.retptr), uint64(d.ptr), 0xFFFFFF00, 0xFF)
+	if !errors.Is(err, ErrTrapped) || in.Broken() == nil {
+		t.Fatalf("import of bytes past the end of memory: %v", err)
+	}
+	if _, err := in.OplogVersion(ctx, d); !errors.Is(err, ErrTrapped) {
+		t.Fatalf("a broken instance answered: %v", err)
+	}
+}
