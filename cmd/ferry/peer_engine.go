@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/engine/loro"
@@ -70,18 +72,35 @@ func (l loroPeer) setText(doc, key, val string) error {
 
 func (l loroPeer) hasKey(doc, key string) bool { _, ok := l.Get(doc, key); return ok }
 
-// texts shows the default collection; a value that is not text is shown in
-// its Go form.
+// texts shows the default collection's values as text.
 func (l loroPeer) texts(doc string) map[string]string {
 	out := map[string]string{}
 	for k, v := range l.Values(doc, loro.DefaultCollection) {
-		if v.Kind == loro.Text {
-			out[k] = v.Text
-		} else {
-			out[k] = fmt.Sprintf("%+v", v)
-		}
+		out[k] = showValue(v)
 	}
 	return out
+}
+
+// showValue is a value as one line of text: text as itself, numbers and
+// booleans as JSON writes them, bytes as base64, a reference by its hash.
+func showValue(v loro.Value) string {
+	switch v.Kind {
+	case loro.Text:
+		return v.Text
+	case loro.Null:
+		return "null"
+	case loro.Bool:
+		return strconv.FormatBool(v.Bool)
+	case loro.Int:
+		return strconv.FormatInt(v.Int, 10)
+	case loro.Float:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	case loro.Bytes:
+		return base64.StdEncoding.EncodeToString(v.Bytes)
+	case loro.Attachment:
+		return "attachment " + v.Ref.Hash
+	}
+	return ""
 }
 
 func (l loroPeer) close(ctx context.Context) {

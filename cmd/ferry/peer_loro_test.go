@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/datasync/attach"
+	"github.com/ferry-sync/ferry/datasync/engine/loro"
 	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
@@ -105,5 +107,21 @@ func TestPeerRejectsUnknownEngine(t *testing.T) {
 	}
 	if _, serr := os.Stat(filepath.Join(dir, "a.state")); serr == nil {
 		t.Fatal("state created for a refused engine")
+	}
+}
+
+func TestShowValue(t *testing.T) {
+	for want, v := range map[string]loro.Value{
+		"text":                                   {Kind: loro.Text, Text: "text"},
+		"null":                                   {Kind: loro.Null},
+		"true":                                   {Kind: loro.Bool, Bool: true},
+		"-3":                                     {Kind: loro.Int, Int: -3},
+		"1.5":                                    {Kind: loro.Float, Float: 1.5},
+		"AAE=":                                   {Kind: loro.Bytes, Bytes: []byte{0, 1}},
+		"attachment " + strings.Repeat("ab", 32): {Kind: loro.Attachment, Ref: attach.Ref{Hash: strings.Repeat("ab", 32), Size: 1}},
+	} {
+		if got := showValue(v); got != want {
+			t.Errorf("%+v shown as %q, want %q", v, got, want)
+		}
 	}
 }
