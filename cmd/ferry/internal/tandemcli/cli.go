@@ -45,9 +45,9 @@ func Register(root *cobra.Command, cfg Config) {
 		&cobra.Group{ID: groupSync, Title: "Sync (Tandem):"})
 	for _, c := range []*cobra.Command{
 		a.initCmd(), a.restoreCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(), a.deviceCmd(),
-		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(), a.copyCmd(),
+		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(), a.copyCmd(), a.deleteCmd(),
 		a.addCmd(), a.setCmd(), a.tagCmd(true), a.tagCmd(false), a.doneCmd(), a.rmCmd(),
-		a.shareCmd(), a.joinCmd(), a.requestsCmd(), a.decideCmd(true), a.decideCmd(false), a.membersCmd(), a.leaveCmd(),
+		a.shareCmd(), a.joinCmd(), a.requestsCmd(), a.decideCmd(true), a.decideCmd(false), a.membersCmd(), a.roleCmd(), a.removeCmd(), a.leaveCmd(),
 		a.statusCmd(), a.syncCmd(),
 	} {
 		root.AddCommand(c)

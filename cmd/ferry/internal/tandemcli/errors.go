@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/ferry-sync/ferry/tandem"
@@ -98,6 +99,9 @@ func Report(w io.Writer, err error, args []string) int {
 		fmt.Fprintf(w, "%s\n", b)
 	} else {
 		fmt.Fprintln(w, "ferry:", oneLine(e.Msg))
+	}
+	if os.Getenv("FERRY_DEBUG") == "1" && e.Err != nil { // for a bug report: the cause, on a line of its own
+		fmt.Fprintln(w, "ferry: debug:", oneLine(e.Err.Error()))
 	}
 	return e.Exit
 }

@@ -69,7 +69,7 @@ func (d *device) runIn(stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(d.t.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ferryBin, args...)
-	cmd.Env = append([]string{"HOME=" + d.home, "PATH=" + os.Getenv("PATH"), "FERRY_HOME=" + d.dir}, d.env...)
+	cmd.Env = append([]string{"HOME=" + d.home, "PATH=" + os.Getenv("PATH"), "FERRY_HOME=" + d.dir, "FERRY_DEBUG=" + os.Getenv("FERRY_DEBUG")}, d.env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -88,9 +88,18 @@ func (d *device) ok(args ...string) string {
 	d.t.Helper()
 	r := d.run(args...)
 	if r.code != 0 {
-		d.t.Fatalf("ferry %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.err)
+		d.t.Fatalf("ferry %s: exit %d\nstdout: %s\nstderr: %s\nlog: %s", strings.Join(args, " "), r.code, r.out, r.err, d.logTail())
 	}
 	return r.out
+}
+
+// logTail is the end of the profile's log, for a failure's message.
+func (d *device) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "ferry.log"))
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
 }
 
 // okIn is ok with standard input.

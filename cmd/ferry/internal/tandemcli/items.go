@@ -182,6 +182,9 @@ func checkFieldName(f string) error {
 // editErr explains a refused edit of list l.
 func editErr(err error, l listInfo) error {
 	if tandem.CodeOf(err) == tandem.CodeNotWritable {
+		if l.Removed {
+			return failf("not_writable", "%s is no longer shared with you.", l.Name)
+		}
 		switch l.State {
 		case tandem.StateDead:
 			return failf("not_writable", "%s can't sync any more, so it is read-only: copy it to a new list", l.Name)
@@ -255,6 +258,9 @@ func showField(f fieldOut) string {
 
 func printList(w io.Writer, l listInfo, its []itemOut) {
 	fmt.Fprintf(w, "%s  (%d item(s))\n", l.Name, len(its))
+	if l.Removed {
+		fmt.Fprintf(w, "  %s is no longer shared with you.\n", l.Name)
+	}
 	if l.State != tandem.StateFollowing {
 		fmt.Fprintf(w, "  [%s]\n", l.State)
 	}

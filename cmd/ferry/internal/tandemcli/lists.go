@@ -13,12 +13,13 @@ import (
 
 // listInfo is one list as ferry lists shows it.
 type listInfo struct {
-	ID    string                 `json:"id"`
-	Name  string                 `json:"name"`  // the names joined with " | " when renamed concurrently
-	Names []string               `json:"names"` // every concurrent name
-	State tandem.CollectionState `json:"state"`
-	Items int                    `json:"items"`
-	id    tandem.CollectionID
+	ID      string                 `json:"id"`
+	Name    string                 `json:"name"`  // the names joined with " | " when renamed concurrently
+	Names   []string               `json:"names"` // every concurrent name
+	State   tandem.CollectionState `json:"state"`
+	Removed bool                   `json:"removed"` // the owner removed you: read-only (§13.2)
+	Items   int                    `json:"items"`
+	id      tandem.CollectionID
 }
 
 // allLists reads every list the device follows, sorted by name.
@@ -56,6 +57,7 @@ func oneList(d *tandem.Device, c tandem.CollectionID) (listInfo, error) {
 	if l.State, err = d.CollectionState(c); err != nil {
 		return l, err
 	}
+	l.Removed = d.Removed(c)
 	recs, err := d.Records(c)
 	if err != nil {
 		return l, err
@@ -185,6 +187,9 @@ func (a *app) listsCmd() *cobra.Command {
 				}
 				if l.State != tandem.StateFollowing {
 					note += "  [" + string(l.State) + "]"
+				}
+				if l.Removed {
+					note += "  (" + l.Name + " is no longer shared with you.)"
 				}
 				fmt.Fprintf(w, "%s  %-24s %d item(s)%s\n", short(l.ID), l.Name, l.Items, note)
 			}

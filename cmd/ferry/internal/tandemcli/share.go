@@ -345,10 +345,7 @@ func (a *app) decideCmd(approve bool) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			if _, err := a.syncOnce(c.Context(), s, syncTimeout); err != nil { // requests arrive by sync
-				if classify(err).Kind == "offline" {
-					return failf("offline", "Changing who a list is shared with needs a connection.")
-				}
+			if err := a.syncForSharing(c, s); err != nil { // requests arrive by sync
 				return err
 			}
 			rs, err := allRequests(s.dev)

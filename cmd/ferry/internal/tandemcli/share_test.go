@@ -178,6 +178,21 @@ func TestSharingDovecot(t *testing.T) {
 		t.Fatalf("Aimee does not see Jesper's edit by name:\n%s", out)
 	}
 
+	// Roles: Jesper read-only, then a writer again.
+	if out := a1.ok("role", "House", "Jesper", "reader"); !strings.Contains(out, "Jesper is now a reader of House.") {
+		t.Fatalf("role: %s", out)
+	}
+	b.ok("sync")
+	wantErr(t, b.run("add", "House", "Sweep"), 1, "you can read House but not change it")
+	a2.ok("role", "House", "jesper", "writer")
+	b.ok("sync")
+	b.ok("add", "House", "Sweep")
+	wantErr(t, a1.run("role", "House", "Jesper", "admin"), 2, `a member is a writer or a reader, not "admin"`)
+	wantErr(t, a1.run("role", "House", "Nobody", "reader"), 1, `House has no member "Nobody"`)
+	wantErr(t, a1.run("role", "House", "Aimee", "reader"), 1, "that is you")
+	wantErr(t, b.run("role", "House", "Aimee", "reader"), 1, "only the list's owner can change who it is shared with")
+	wantErr(t, a1.runIn("n\n", "remove", "House", "Jesper"), 1, "Jesper stays in House")
+
 	// Carol joins by QR as a reader: approved as soon as a1 syncs.
 	c := newDevice(t, "carol")
 	c.ok("init", "--name", "Carol")
@@ -194,6 +209,24 @@ func TestSharingDovecot(t *testing.T) {
 	wantErr(t, c.run("add", "House", "Sweep"), 1, "you can read House but not change it")
 	if c.stored() != before {
 		t.Error("a refused edit changed Carol's device")
+	}
+
+	// Carol is removed: the list gets a new key, her copy stays readable.
+	if out := a1.ok("remove", "House", "Carol", "--yes"); !strings.Contains(out, "Removed Carol from House; the list has a new key.") {
+		t.Fatalf("remove: %s", out)
+	}
+	a1.ok("add", "House", "After Carol")
+	a1.ok("sync")
+	c.ok("sync")
+	if out := c.ok("status"); !strings.Contains(out, "House is no longer shared with you.") {
+		t.Errorf("Carol's status after removal:\n%s", out)
+	}
+	if out := c.ok("show", "House"); strings.Contains(out, "After Carol") || !strings.Contains(out, "Paint the door") {
+		t.Errorf("Carol after removal:\n%s", out)
+	}
+	b.ok("sync")
+	if out := b.ok("show", "House"); !strings.Contains(out, "After Carol") {
+		t.Errorf("Jesper does not get the new key's writes:\n%s", out)
 	}
 
 	// Dan is declined.
@@ -230,9 +263,30 @@ func TestSharingDovecot(t *testing.T) {
 	for _, m := range ms.Members {
 		roles[m.Name] = m.Role
 	}
-	if roles["Aimee"] != "owner" || roles["Jesper"] != "writer" || roles["Carol"] != "reader" || len(roles) != 3 {
+	if roles["Aimee"] != "owner" || roles["Jesper"] != "writer" || len(roles) != 2 {
 		t.Errorf("members %+v", ms)
 	}
+	// Aimee deletes a second list shared with Jesper; he keeps a read-only copy.
+	a1.ok("new", "Garden")
+	a1.ok("add", "Garden", "Roses")
+	a1.ok("sync")
+	a1.jsonOut(&inv, "share", "Garden", "--link")
+	b.ok("join", inv.Link)
+	a1.ok("approve", "Jesper")
+	b.ok("sync")
+	wantErr(t, a1.runIn("n\n", "delete", "Garden"), 1, "Garden is kept (answer y to delete it)")
+	wantErr(t, b.run("delete", "Garden", "--yes"), 1, "only the list's owner")
+	a1.ok("delete", "Garden", "--yes")
+	b.ok("sync")
+	if out := b.ok("lists"); !strings.Contains(out, "Garden") || !strings.Contains(out, "[deleted]") {
+		t.Errorf("Jesper's lists after the delete:\n%s", out)
+	}
+	wantErr(t, b.run("add", "Garden", "Tulips"), 1, "Garden was deleted by its owner: it is read-only")
+	if out := b.ok("copy", "Garden", "My garden"); !strings.Contains(out, `into the new list "My garden"`) {
+		t.Errorf("copy: %s", out)
+	}
+	b.ok("add", "My garden", "Tulips")
+
 	b.ok("leave", "House", "--yes")
 	a1.ok("sync")
 	if out := a1.ok("members", "House"); !strings.Contains(out, "Jesper left House.") {

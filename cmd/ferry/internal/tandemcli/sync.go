@@ -142,7 +142,7 @@ func (a *app) statusCmd() *cobra.Command {
 		Long: `Show the sync state: the mail account, when the device last synced, how many
 changes wait to be sent, and for each list one of: synced, behind (changes
 not sent yet), offline, waiting (its members are not known yet), can't sync
-(copy it to a new list), deleted. Offline work is safe: it syncs later.`,
+(copy it to a new list), deleted, removed (no longer shared with you). Offline work is safe: it syncs later.`,
 		Args: args(0, 0, ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := a.open(c.Context())
@@ -198,7 +198,11 @@ func status(s *session) (statusOut, error) {
 		return out, err
 	}
 	for _, l := range lists {
-		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: listSyncState(l.State, out.Connection, st.Pending), Items: l.Items})
+		state := listSyncState(l.State, out.Connection, st.Pending)
+		if l.Removed {
+			state = "removed"
+		}
+		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: state, Items: l.Items})
 	}
 	return out, nil
 }
@@ -253,6 +257,9 @@ func printStatus(c *cobra.Command, o statusOut) {
 	fmt.Fprintln(w)
 	for _, l := range o.Lists {
 		fmt.Fprintf(w, "  %-24s %-11s %d item(s)  %s\n", l.Name, l.State, l.Items, short(l.ID))
+		if l.State == "removed" {
+			fmt.Fprintf(w, "    %s is no longer shared with you.\n", l.Name)
+		}
 		if l.State == "can't sync" && o.Connection == "ok" {
 			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list?\n", l.Name)
 		}
