@@ -198,3 +198,34 @@ func TestDroppedFramesReportedOncePerKind(t *testing.T) {
 		t.Fatalf("%d reports for 200 broken frames of two kinds: %v", len(a.reports), a.reports)
 	}
 }
+
+// The frame bound holds for catch-up too: a document whose name makes its
+// delta and snap longer than frame.MaxFrameBytes takes the media path with
+// entry 3, and is reported without it; no frame over the bound is built.
+// The size check agrees with frame.Marshal at the edge.
+func TestCatchUpFrameBound(t *testing.T) {
+	a, _ := pair(t)
+	name := strings.Repeat(`"`, 12_000) // 24,000 bytes escaped
+	_ = a.kv.Set(name, "k", []byte(strings.Repeat("v", 30_000)))
+	if got := kinds(a.sess["b"].catchUp(name, nil)); got != "[media "+name+"]" {
+		t.Fatalf("with entry 3: %.40s", got)
+	}
+	noMedia := NewSession(a.sp, "c", Options{Caps: frame.Caps{engine.KVEncoding.Entry}, MaxRecordBytes: 8 << 20})
+	if outs := noMedia.catchUp(name, nil); len(outs) != 0 {
+		t.Fatalf("without entry 3: %d frames", len(outs))
+	}
+	if n := len(a.reports); n != 1 || !errors.Is(a.reports[0].Err, ErrTooLarge) {
+		t.Fatalf("reports %v", a.reports)
+	}
+	s := a.sess["b"]
+	for _, doc := range []string{"n", name, strings.Repeat("\x01", 4000)} {
+		for n := 0; n <= frame.MaxDocumentBytes+3; n += 1 + n/50 {
+			for _, k := range []frame.Kind{frame.KindDelta, frame.KindSnap} {
+				w, err := frame.Marshal(frame.Frame{V: engine.KVEncoding.V, Kind: k, Doc: doc, Blob: make([]byte, n)})
+				if fits := s.fits(k, doc, n); fits != (err == nil) {
+					t.Fatalf("%s of %d bytes, %d-byte name: fits %v, Marshal %d bytes, %v", k, n, len(doc), fits, len(w), err)
+				}
+			}
+		}
+	}
+}

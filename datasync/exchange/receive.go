@@ -1,12 +1,15 @@
 package exchange
 
 import (
+	"encoding/base64"
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/jsonstr"
 )
 
 // Receive handles one inbound frame from the peer and returns the answers
@@ -213,7 +216,7 @@ func (s *Session) catchUp(doc string, pv []byte) []Out {
 		return nil
 	}
 	ch, err := eng.Changes(doc, pv)
-	if err == nil && len(ch) <= frame.MaxDocumentBytes {
+	if err == nil && s.fits(frame.KindDelta, doc, len(ch)) {
 		return []Out{s.to(frame.Frame{Kind: frame.KindDelta, Doc: doc, Blob: ch})}
 	}
 	if err != nil && !errors.Is(err, engine.ErrTrimmed) {
@@ -221,6 +224,17 @@ func (s *Session) catchUp(doc string, pv []byte) []Out {
 		return nil
 	}
 	return s.snapshot(doc)
+}
+
+// fits reports whether a delta or snap of doc carrying n document bytes
+// is within both bounds of a frame: the 32 KiB budget and, with its
+// (escaped) name, frame.MaxFrameBytes. One that is not takes the next rung.
+func (s *Session) fits(k frame.Kind, doc string, n int) bool {
+	if n > frame.MaxDocumentBytes {
+		return false
+	}
+	fixed := len(frame.Prefix) + len(`{"v":,"k":"","doc":,"blob":""}`) + len(strconv.FormatUint(s.enc().V, 10)) + len(k)
+	return fixed+jsonstr.Len(doc)+base64.StdEncoding.EncodedLen(n) <= frame.MaxFrameBytes
 }
 
 // snapshot sends doc whole: in a snap when it fits the budget, over the
@@ -232,7 +246,7 @@ func (s *Session) snapshot(doc string) []Out {
 		s.report(doc, errors.Join(ErrEngine, err))
 		return nil
 	}
-	if len(snap) <= frame.MaxDocumentBytes {
+	if s.fits(frame.KindSnap, doc, len(snap)) {
 		return []Out{s.to(frame.Frame{Kind: frame.KindSnap, Doc: doc, Blob: snap})}
 	}
 	if s.group == nil && s.caps.Has(frame.EntryMedia) && len(snap) <= s.maxRecord {
