@@ -100,7 +100,8 @@
 //     exchange.TestBudgetReported. Offers are cut by their exact encoded
 //     size (escaped names, any version weight) and nothing over a bound is
 //     sent (frame.Marshal): exchange.TestOfferNamesNeedingEscapes,
-//     TestOfferLargeVersions; a peer's over-bound frame is reported:
+//     TestOfferLargeVersions, TestCatchUpFrameBound; a peer's over-bound
+//     frame is reported:
 //     exchange.TestOverBoundFramesReported.
 //
 // §Attachments
@@ -118,8 +119,9 @@
 //     is local only.
 //   - bounded repeats on both sides: attach.Fetcher.Fetch,
 //     attach.Holder.NeedBlob; attach.TestRepeatBounds; the holder also
-//     bounds distinct hashes per peer and in total within a window:
-//     attach.TestHolderHashFlood.
+//     bounds distinct hashes per peer and in total within a window, shared
+//     by the links of a space (attach.Acts): attach.TestHolderHashFlood,
+//     attach.TestHoldersShareActs.
 //   - no second transfer of bytes in flight to that peer: attach.Holder,
 //     media.Sender.SendData; attach.TestNoDuplicateTransfer,
 //     media.TestNoSecondTransferInFlight.
