@@ -31,7 +31,8 @@ const (
 // it is shown. Each request that arrives is answered with a signed
 // challenge, at most three per offer; approving one hands the identity to
 // that request's device and ends the offer. A PairingOffer is safe for
-// concurrent use; Close it when the QR code leaves the screen.
+// concurrent use; Close it when the QR code leaves the screen. The wire
+// details the spec leaves open: docs/decisions/tandem-pairing.md.
 type PairingOffer struct {
 	id      *suite.Identity
 	ch      *pairChannel

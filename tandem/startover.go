@@ -48,6 +48,7 @@ type CollectionCopy struct {
 //
 // Zero fields of opts are taken from d: Name, Hub (or Store), Logger,
 // HoldFor. If copying fails, what was created in dir is removed.
+// Choices the spec leaves open: docs/decisions/tandem-start-over.md.
 func (d *Device) StartOver(ctx context.Context, dir string, opts Options) (*StartedOver, error) {
 	eng, err := d.engine()
 	if err != nil {
