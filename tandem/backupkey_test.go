@@ -14,7 +14,7 @@ import (
 )
 
 // Restoring from the backup key through the public API (§6.3
-// "Restoring"): the key as shown (groups of four) or typed in upper case
+// "Restoring"): the key as shown (backupGroups of four) or typed in upper case
 // gives the same user with a new device ID, who finds the lists at the
 // first Sync. A key with a wrong check character, or a typo anywhere, is
 // refused with CodeBackupKey and creates nothing.
@@ -39,8 +39,8 @@ func TestRestoreFromBackupKey(t *testing.T) {
 	}
 
 	for name, bad := range map[string]string{
-		"wrong check character": key[:55] + flip(key[55]),
-		"typo in the secret":    key[:10] + flip(key[10]) + key[11:],
+		"wrong check character": key[:55] + flipB32(key[55]),
+		"typo in the secret":    key[:10] + flipB32(key[10]) + key[11:],
 		"one character short":   key[:55],
 		"not base32":            key[:55] + "1",
 	} {
@@ -55,7 +55,7 @@ func TestRestoreFromBackupKey(t *testing.T) {
 		}
 	}
 
-	shown := strings.ToUpper(groups(key))
+	shown := strings.ToUpper(backupGroups(key))
 	b, err := tandem.Restore(ctx, filepath.Join(tmp, "b"), shown, tandem.Options{Store: store})
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +72,15 @@ func TestRestoreFromBackupKey(t *testing.T) {
 	}
 }
 
-// flip returns another base32 character than c.
-func flip(c byte) string {
+// flipB32 returns another base32 character than c.
+func flipB32(c byte) string {
 	if c == 'a' {
 		return "b"
 	}
 	return "a"
 }
 
-func groups(s string) string {
+func backupGroups(s string) string {
 	var g []string
 	for i := 0; i < len(s); i += 4 {
 		g = append(g, s[i:min(i+4, len(s))])

@@ -72,7 +72,7 @@ func (e *eavesdropper) count(t *testing.T, k pairKind) int {
 	return n
 }
 
-func joinT(t *testing.T, srv *memhub.Server, dir, payload, name string) *PairingJoin {
+func pairJoinT(t *testing.T, srv *memhub.Server, dir, payload, name string) *PairingJoin {
 	t.Helper()
 	j, err := JoinDevice(t.Context(), dir, payload, Options{Name: name, Store: memStore(srv), Logger: quiet()})
 	if err != nil {
@@ -96,9 +96,9 @@ func TestPairingCapturedQR(t *testing.T) {
 	}
 	defer offer.Close(ctx)
 	evilDir := filepath.Join(t.TempDir(), "evil")
-	evil := joinT(t, srv, evilDir, offer.Payload(), "Jesper's phone")
+	evil := pairJoinT(t, srv, evilDir, offer.Payload(), "Jesper's phone")
 	evil.slack = 0
-	real := joinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "Jesper's phone")
+	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "Jesper's phone")
 
 	reqs := map[string]*PairingRequest{}
 	for range 2 {
@@ -165,7 +165,7 @@ func TestPairingReplacedChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
-	real := joinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
 	if _, err := offer.Next(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestPairingFourthRequestUnanswered(t *testing.T) {
 	defer offer.Close(ctx)
 	var joins []*PairingJoin
 	for i := range 4 {
-		joins = append(joins, joinT(t, srv, filepath.Join(t.TempDir(), "b"+string(rune('0'+i))), offer.Payload(), "device"))
+		joins = append(joins, pairJoinT(t, srv, filepath.Join(t.TempDir(), "b"+string(rune('0'+i))), offer.Payload(), "device"))
 	}
 	for i := range 3 {
 		if _, err := offer.Next(ctx); err != nil {
@@ -257,7 +257,7 @@ func TestPairingRequestDuplicateKey(t *testing.T) {
 	ed := newEavesdropper(t, srv.Open(), offer.Payload())
 	ek := make([]byte, 32)
 	rand.Read(ek)
-	pt := []byte(`{"name":"laptop","ek":"` + b64(ek) + `","name":"Jesper's laptop"}`)
+	pt := []byte(`{"name":"laptop","ek":"` + pairB64(ek) + `","name":"Jesper's laptop"}`)
 	env, err := suite.SealEnvelope(suite.KindRequest, ed.ch.p.Key, ed.ch.p.Tag, pt, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestPairingForgedReplyIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
-	real := joinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
 	req, err := offer.Next(ctx)
 	if err != nil {
 		t.Fatal(err)

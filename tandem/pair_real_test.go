@@ -61,7 +61,7 @@ func pairingOnHub(t *testing.T, h Hub, raw func() hub.Store) {
 	if r, _ := a.Record(c, paint); r.Get("title") != "Paint the fence green" {
 		t.Fatalf("the first device after the new one wrote: %+v", r)
 	}
-	if n := onChannel(t, raw(), tag); n != 0 {
+	if n := pairMsgsOn(t, raw(), tag); n != 0 {
 		t.Fatalf("%d pairing messages left on the hub", n)
 	}
 }

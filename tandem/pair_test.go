@@ -70,8 +70,8 @@ func pairTag(t *testing.T, payload string) string {
 	return suite.NewPairing(pl.p).Tag
 }
 
-// onChannel counts the hub's messages on channel tag.
-func onChannel(t *testing.T, s hub.Store, tag string) int {
+// pairMsgsOn counts the hub's messages on channel tag.
+func pairMsgsOn(t *testing.T, s hub.Store, tag string) int {
 	t.Helper()
 	ch, err := s.Changes(t.Context(), nil)
 	if err != nil {
@@ -86,7 +86,7 @@ func onChannel(t *testing.T, s hub.Store, tag string) int {
 	return n
 }
 
-func b64(b []byte) string { return tjson.B64U(b) }
+func pairB64(b []byte) string { return tjson.B64U(b) }
 
 // The new device becomes the same user with a device ID of its own, and
 // after its first Sync has every list of the first device.
@@ -108,7 +108,7 @@ func TestPairingMemhub(t *testing.T) {
 		t.Fatalf("the list on the new device: %v %+v", err, r)
 	}
 	// Both sides removed the pairing messages: only the sync data is left.
-	if n := onChannel(t, srv.Open(), tag); n != 0 {
+	if n := pairMsgsOn(t, srv.Open(), tag); n != 0 {
 		t.Fatalf("%d pairing messages left on the hub", n)
 	}
 	// And the new device writes as itself.
@@ -132,7 +132,7 @@ func TestPairingPayloadDuplicateKey(t *testing.T) {
 	}
 	defer offer.Close(t.Context())
 	p := offer.Payload()
-	dup := p[:len(p)-1] + `,"u":"` + b64(make([]byte, 32)) + `"}`
+	dup := p[:len(p)-1] + `,"u":"` + pairB64(make([]byte, 32)) + `"}`
 	dir := filepath.Join(t.TempDir(), "b")
 	before := len(hubIDs(t, srv.Open()))
 	_, err = JoinDevice(t.Context(), dir, dup, Options{Store: memStore(srv), Logger: quiet()})

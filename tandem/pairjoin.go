@@ -65,7 +65,7 @@ func JoinDevice(ctx context.Context, dir, payload string, opts Options) (*Pairin
 	case opts.Hub.IsZero():
 		opts.Hub = pl.hub
 	}
-	if err := noDevice(dir); err != nil {
+	if err := pairNoDevice(dir); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -87,9 +87,9 @@ func JoinDevice(ctx context.Context, dir, payload string, opts Options) (*Pairin
 	return j, nil
 }
 
-// noDevice checks that dir could receive a new device: its parent exists
+// pairNoDevice checks that dir could receive a new device: its parent exists
 // and it holds no identity yet.
-func noDevice(dir string) error {
+func pairNoDevice(dir string) error {
 	if err := parentExists(dir); err != nil {
 		return err
 	}

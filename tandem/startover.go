@@ -57,7 +57,7 @@ func (d *Device) StartOver(ctx context.Context, dir string, opts Options) (*Star
 	if filepath.Clean(dir) == filepath.Clean(d.dir) {
 		return nil, newErr(CodeExists, nil, "start over in a new directory, not in this device's own")
 	}
-	existed, err := emptyDir(dir)
+	existed, err := startOverDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (d *Device) StartOver(ctx context.Context, dir string, opts Options) (*Star
 		cp, err := d.copyInto(nd, c)
 		if err != nil {
 			nd.Close()
-			removeDevice(dir, existed)
+			removeStartOver(dir, existed)
 			return nil, err
 		}
 		out.Copies = append(out.Copies, cp)
@@ -176,9 +176,9 @@ func copyRecord(nd *Device, to CollectionID, r Record) error {
 	return nil
 }
 
-// emptyDir checks that dir can receive a new device: it is absent (its
+// startOverDir checks that dir can receive a new device: it is absent (its
 // parent existing) or an empty directory. It reports whether dir exists.
-func emptyDir(dir string) (bool, error) {
+func startOverDir(dir string) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -191,8 +191,8 @@ func emptyDir(dir string) (bool, error) {
 	return true, nil
 }
 
-// removeDevice removes what open created in dir, which was empty or absent.
-func removeDevice(dir string, existed bool) {
+// removeStartOver removes what open created in dir, which was empty or absent.
+func removeStartOver(dir string, existed bool) {
 	if !existed {
 		os.RemoveAll(dir)
 		return

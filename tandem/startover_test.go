@@ -17,11 +17,11 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
-// follow makes user a follow collection c of user b, as a grant would
+// followForeign makes user a follow collection c of user b, as a grant would
 // (§11.4): a membership record in a's home holding b's epoch key, written
 // by another device of a and appended to the hub. Invites are not this
 // test's subject.
-func follow(t *testing.T, raw hub.Store, a, b *Device, c CollectionID) {
+func followForeign(t *testing.T, raw hub.Store, a, b *Device, c CollectionID) {
 	t.Helper()
 	id := suite.NewIdentity(a.us)
 	name := "membership:" + suite.B32(c[:])
@@ -118,7 +118,7 @@ func startOverStory(t *testing.T, on Options, raw hub.Store) {
 	defer b.Close()
 	house, _ := b.NewCollection("House")
 	syncT(t, b)
-	follow(t, raw, a, b, house)
+	followForeign(t, raw, a, b, house)
 
 	if _, err := a.StartOver(t.Context(), filepath.Join(tmp, "a"), Options{}); CodeOf(err) != CodeExists {
 		t.Fatalf("starting over in the device's own directory: %v", err)
@@ -149,7 +149,7 @@ func startOverStory(t *testing.T, on Options, raw hub.Store) {
 		t.Fatalf("Copies = %+v", res.Copies)
 	}
 	cp := res.Copies[0].To
-	checkCopy(t, n, cp, milk, eggs, bread)
+	checkStartOverCopy(t, n, cp, milk, eggs, bread)
 
 	// The copy is published: another device of the new identity finds it.
 	syncT(t, n)
@@ -159,14 +159,14 @@ func startOverStory(t *testing.T, on Options, raw hub.Store) {
 	}
 	defer n2.Close()
 	syncT(t, n2)
-	checkCopy(t, n2, cp, milk, eggs, bread)
+	checkStartOverCopy(t, n2, cp, milk, eggs, bread)
 	// The old identity is untouched.
 	if r, err := a.Record(own, milk); err != nil || r.Get("title") != "Milk" {
 		t.Fatalf("the old list after starting over: %v %+v", err, r)
 	}
 }
 
-func checkCopy(t *testing.T, n *Device, cp CollectionID, milk, eggs, bread RecordID) {
+func checkStartOverCopy(t *testing.T, n *Device, cp CollectionID, milk, eggs, bread RecordID) {
 	t.Helper()
 	if names, _ := n.Name(cp); len(names) != 1 || names[0].String() != "Groceries" || names[0].Author.User != n.UserID() {
 		t.Fatalf("the copy's name: %+v", names)
