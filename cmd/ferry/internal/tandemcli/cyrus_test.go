@@ -50,3 +50,53 @@ func TestJMAPCyrus(t *testing.T) {
 		t.Fatalf("a does not see b's edit:\n%s", out)
 	}
 }
+
+// TestStartOverCyrus: start-over gives a new identity and backup key,
+// copies the user's own lists, names the others' lists to ask for again,
+// and keeps the old device's files aside; on real Cyrus JMAP.
+func TestStartOverCyrus(t *testing.T) {
+	session, user, pass := cyrusAccount(t)
+	a, o := newDevice(t, "jesper"), newDevice(t, "olga")
+	pw := writeFile(t, "pw", pass)
+	a.ok("init", "--name", "Jesper")
+	a.ok("connect", "jmap", session, "--user", user, "--password-file", pw)
+	a.ok("new", "Mine")
+	a.ok("add", "Mine", "Bike", "wheels=2")
+	a.ok("sync")
+	o.ok("init", "--name", "Olga")
+	o.ok("connect", "jmap", session, "--user", user, "--password-file", pw)
+	o.ok("new", "Theirs")
+	var inv struct{ Link string }
+	o.jsonOut(&inv, "share", "Theirs", "--link")
+	a.ok("join", inv.Link)
+	o.ok("approve", "Jesper")
+	a.ok("sync")
+	var oldID struct{ User, BackupKey string }
+	a.jsonOut(&oldID, "backup-key", "--yes")
+
+	wantErr(t, a.runIn("n\n", "start-over"), 1, "nothing changed (answer y to start over)")
+	out := a.okIn("y\n", "start-over")
+	for _, want := range []string{"Your new backup key:", "Write this down.", "Copied Mine (1 item(s))", "Theirs is someone else's list: ask its owner to invite you again.", "abandoned-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("start-over lacks %q:\n%s", want, out)
+		}
+	}
+	var key struct {
+		BackupKey string `json:"backup_key"`
+	}
+	a.jsonOut(&key, "backup-key", "--yes")
+	if key.BackupKey == "" || key.BackupKey == oldID.BackupKey {
+		t.Fatalf("backup key after start-over %q", key.BackupKey)
+	}
+	if out := a.ok("show", "Mine"); !strings.Contains(out, "Bike  wheels 2") {
+		t.Errorf("the copy of Mine:\n%s", out)
+	}
+	if out := a.ok("lists"); strings.Contains(out, "Theirs") {
+		t.Errorf("the new identity follows Theirs:\n%s", out)
+	}
+	var st struct{ Connection string }
+	a.jsonOut(&st, "status")
+	if st.Connection != "ok" {
+		t.Errorf("status after start-over: %+v", st)
+	}
+}

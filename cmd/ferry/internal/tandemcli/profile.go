@@ -190,6 +190,7 @@ func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 // little while another ferry process has it open.
 func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 	s.log = openLog(s.dir)
+	finishStartOver(s.dir)
 	opts := tandem.Options{Name: s.prof.Name, Logger: s.logger()}
 	deadline := time.Now().Add(lockWait)
 	for {
