@@ -17,7 +17,7 @@ import (
 
 // fanout carries broadcasts between the relay processes of one Postgres
 // database: a process stores each Broadcast frame in evolu_broadcast and
-// NOTIFYs its id on channel evolu_broadcast; every process LISTENs and sends
+// NOTIFYs its id on channel evolu_broadcast:<schema>; every process LISTENs and sends
 // the frames of the others to its own subscribers. Frames older than a
 // minute are deleted. A broadcast missed while the listening connection is
 // down costs nothing but latency: clients reconcile on their next sync
@@ -26,14 +26,16 @@ type fanout struct {
 	s      *Server
 	dsn    string
 	origin string // this process's id in the notifications
-	cancel context.CancelFunc
-	done   chan struct{}
+	// channel is the NOTIFY channel: one per schema, so that relays of
+	// other deployments in the same database (another search_path) do not
+	// hear these broadcasts.
+	channel string
+	cancel  context.CancelFunc
+	done    chan struct{}
 
 	mu        sync.Mutex
 	lastPurge time.Time
 }
-
-const fanoutChannel = "evolu_broadcast"
 
 func startFanout(ctx context.Context, s *Server) (*fanout, error) {
 	var b [8]byte
@@ -42,6 +44,12 @@ func startFanout(ctx context.Context, s *Server) (*fanout, error) {
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &fanout{s: s, dsn: s.cfg.DBPath, origin: hex.EncodeToString(b[:]), cancel: cancel, done: make(chan struct{})}
+	var schema string
+	if err := s.store.DB().QueryRowContext(ctx, `select current_schema()`).Scan(&schema); err != nil {
+		cancel()
+		return nil, fmt.Errorf("relay: postgres: %w", err)
+	}
+	f.channel = "evolu_broadcast:" + schema
 	conn, err := f.listen(ctx)
 	if err != nil {
 		cancel()
@@ -61,7 +69,7 @@ func (f *fanout) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(cctx, "listen "+fanoutChannel); err != nil {
+	if _, err := conn.Exec(cctx, "listen "+pgx.Identifier{f.channel}.Sanitize()); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}
@@ -127,7 +135,7 @@ func (f *fanout) receive(ctx context.Context, conn *pgx.Conn) error {
 func (f *fanout) publish(ctx context.Context, o protocol.OwnerID, msg []byte) {
 	db := f.s.store.DB()
 	_, err := db.ExecContext(ctx, `with b as (insert into evolu_broadcast (origin, owner, msg) values ($1, $2, $3) returning id)
-		select pg_notify('`+fanoutChannel+`', $1 || ' ' || b.id) from b`, f.origin, o[:], msg)
+		select pg_notify($4, $1 || ' ' || b.id) from b`, f.origin, o[:], msg, f.channel)
 	if err != nil {
 		f.s.log.Warn("evolu relay: postgres broadcast not published", "owner", o.String(), "err", err)
 		return

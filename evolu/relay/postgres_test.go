@@ -248,3 +248,40 @@ func TestPostgresQuotaAndKill(t *testing.T) {
 	}
 	t.Logf("%d changes acknowledged (%d bytes, quota %d), %d stored", len(acked), ackedBytes, quota, n)
 }
+
+// TestPostgresSchemasApart: relays of two deployments in one database
+// (two schemas, by search_path) do not hear each other's broadcasts, while
+// relays of one deployment do.
+func TestPostgresSchemasApart(t *testing.T) {
+	db := pgtest.Database(t)
+	dsnA := pgtest.Schema(t, db)
+	a1, a2 := startChild(t, dsnA), startChild(t, dsnA)
+	b := startChild(t, pgtest.Schema(t, db))
+	o := testOwner(73)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sub := dialCtx(t, a1.url, o.ID)
+	defer sub.CloseNow()
+	subReq, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
+	roundTripTB(t, sub, subReq)
+	push := func(r *child, ms uint64) {
+		pushAll(t, r.url, o, []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, 60)}})
+	}
+	push(a2, 2)
+	_, msg, err := sub.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := protocol.Decode(msg); err != nil || m.Type != protocol.Broadcast || len(m.Messages) != 1 || m.Messages[0].Timestamp.Millis != 2 {
+		t.Fatalf("subscriber on deployment A got %+v %v, want A's broadcast", m, err)
+	}
+	// Another deployment's broadcast (its own id 1, like A's) must not
+	// reach A's subscriber, not even as A's row of the same id.
+	push(b, 1)
+	rctx, rcancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer rcancel()
+	if _, msg, err := sub.Read(rctx); err == nil {
+		m, _ := protocol.Decode(msg)
+		t.Fatalf("subscriber on deployment A got a broadcast after a write in deployment B: %+v", m)
+	}
+}

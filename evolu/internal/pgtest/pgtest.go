@@ -56,3 +56,31 @@ func Database(tb testing.TB) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// Schema creates an empty schema in the database at dsn for tb and returns
+// a DSN whose tables live in it (search_path): cheaper than a database
+// when a test needs many empty stores.
+func Schema(tb testing.TB, dsn string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var b [6]byte
+	rand.Read(b[:])
+	name := "s_" + hex.EncodeToString(b[:])
+	if _, err := db.ExecContext(ctx, "create schema "+name); err != nil {
+		tb.Fatal(err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}

@@ -66,8 +66,9 @@ func (s *Store) WriteKeyCheck(ctx context.Context, owner protocol.OwnerID) (bool
 }
 
 func TestPostgresVectorsRBSR(t *testing.T) {
+	dsn := pgtest.Database(t)
 	vectors.ReplayRBSR(t, func(t *testing.T) protocol.RelayStorage {
-		return openPG(t, pgtest.Database(t), Config{})
+		return openPG(t, pgtest.Schema(t, dsn), Config{})
 	})
 }
 
