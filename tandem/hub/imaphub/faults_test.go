@@ -18,10 +18,11 @@ import (
 
 // The fault tests of issue 15 run against real Dovecot and Cyrus IMAP,
 // through a faultproxy the test starts, with a second raw client (admin)
-// on the same account. Users (scripts/setup.d): mallory on Dovecot, trent
-// on Cyrus (silence, cuts), oscar and peggy (two accounts, one cursor),
-// victor (extensions, TLS, Dovecot only), walter (deleted folders). The
-// jmaphub tests use other Cyrus users (packages run in parallel).
+// on the same account. Users (scripts/setup.d): mallory on Dovecot and
+// hubtrent on Cyrus (silence, cuts), oscar and peggy (two accounts, one
+// cursor), victor (extensions, TLS, Dovecot only), walter (deleted
+// folders). The jmaphub tests use other Cyrus users (packages run in
+// parallel).
 
 // cyrusIMAP returns the Config of user on the Cyrus IMAP server that
 // scripts/setup.d/20-cyrus.sh starts.
@@ -211,7 +212,7 @@ func TestCursorOfAnotherAccount(t *testing.T) {
 // within IdleRefresh + ReplyTimeout, and a command on a silent connection
 // fails within ReplyTimeout, even with a context that has no deadline.
 func TestWatchEndsOnSilence(t *testing.T) {
-	for _, srv := range both(t, "mallory", "trent") {
+	for _, srv := range both(t, "mallory", "hubtrent") {
 		t.Run(srv.name, func(t *testing.T) {
 			newAdmin(t, srv.cfg).reset()
 			cfg, p := proxied(t, srv.cfg)
@@ -272,7 +273,7 @@ func TestWatchFolderDeleted(t *testing.T) {
 // hub.ErrProtocol (stop); the store works again once the path is back.
 // A cut Watch ends with hub.ErrUnavailable too.
 func TestCutIsUnavailable(t *testing.T) {
-	for _, srv := range both(t, "mallory", "trent") {
+	for _, srv := range both(t, "mallory", "hubtrent") {
 		t.Run(srv.name, func(t *testing.T) {
 			newAdmin(t, srv.cfg).reset()
 			cfg, p := proxied(t, srv.cfg)

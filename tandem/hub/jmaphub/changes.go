@@ -51,14 +51,16 @@ func (st *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, er
 	}
 	ch, err := st.changesIn(ctx, mb, cur)
 	if errors.Is(err, errMailboxGone) {
-		// Another client destroyed the Tandem mailbox: find or make the
-		// current one, and resync against it (every known id is removed).
+		// Another client destroyed, renamed or moved the Tandem mailbox:
+		// find or make the one §10.2 selects now, and resync against it
+		// from nothing (a Reset, as the IMAP binding answers for a folder
+		// made again), even if the server gave it the old id.
 		st.log.Debug("jmaphub: Tandem mailbox gone", "mailbox", mb)
 		st.forgetMailbox(mb)
 		if mb, err = st.ensureMailbox(ctx); err != nil {
 			return hub.Changes{}, err
 		}
-		ch, err = st.changesIn(ctx, mb, cur)
+		ch, err = st.resync(ctx, mb, &cursor{V: cursorVersion}, append([]string{}, cur.Known...))
 	}
 	return ch, err
 }

@@ -337,7 +337,7 @@ func TestCyrusMailboxDestroyed(t *testing.T) {
 	if err != nil || len(c0.Added) != 1 {
 		t.Fatalf("%+v %v", c0, err)
 	}
-	adm.reset(t) // destroys every email and the Tandem mailbox
+	adm.destroyTandem(t) // destroys every email and the Tandem mailbox
 	c1, err := st.Changes(t.Context(), c0.Cursor)
 	if err != nil || !slices.Equal(removedIDs(c1), []string{string(id)}) || len(c1.Added) != 0 {
 		t.Fatalf("after the mailbox was destroyed: %+v %v", c1, err)

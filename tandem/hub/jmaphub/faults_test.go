@@ -220,7 +220,7 @@ func TestCyrusMissingMailboxAgrees(t *testing.T) {
 	st := openCyrus(t, cfg)
 	m1 := mustT[hub.ID](t)(st.Append(t.Context(), hubtest.Channel(1), hubtest.Envelope(80)))
 	c0 := mustT[hub.Changes](t)(st.Changes(t.Context(), nil))
-	adm.reset(t)
+	adm.destroyTandem(t)
 	b := mustT[[]hub.Body](t)(st.Fetch(t.Context(), []hub.ID{m1}))
 	if !errors.Is(b[0].Err, hub.ErrNotFound) {
 		t.Fatalf("Fetch with the mailbox gone: %+v", b[0])
@@ -229,10 +229,10 @@ func TestCyrusMissingMailboxAgrees(t *testing.T) {
 		t.Fatalf("Destroy with the mailbox gone: %v", err)
 	}
 	c1 := mustT[hub.Changes](t)(st.Changes(t.Context(), c0.Cursor))
-	if !slices.Equal(removedIDs(c1), []string{string(m1)}) || len(c1.Added) != 0 {
-		t.Fatalf("Changes with the mailbox gone: %+v", c1)
+	if !c1.Reset || !slices.Equal(removedIDs(c1), []string{string(m1)}) || len(c1.Added) != 0 {
+		t.Fatalf("Changes with the mailbox gone: %+v, want a Reset removing %s", c1, m1)
 	}
-	adm.reset(t)
+	adm.destroyTandem(t)
 	m2, err := st.Append(t.Context(), hubtest.Channel(2), hubtest.Envelope(80))
 	if err != nil {
 		t.Fatalf("Append with the mailbox gone: %v", err)
