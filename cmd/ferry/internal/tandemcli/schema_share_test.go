@@ -70,6 +70,9 @@ func TestJSONSchemaSharing(t *testing.T) {
 	if n := len(members["members"].([]any)); n != 2 {
 		t.Errorf("%d members, want 2", n)
 	}
+	memberSchema := schema{"name": "string", "user": "string", "role": "string", "you": "bool", "left": "bool"}
+	one(a1, memberSchema, "role", "House", "Jesper", "reader")
+	one(a1, memberSchema, "role", "House", "Jesper", "writer")
 	one(b, schema{"list": "string", "name": "string", "synced": "bool"}, "leave", "House", "--yes")
 
 	c := newDevice(t, "c")
@@ -87,5 +90,12 @@ func TestJSONSchemaSharing(t *testing.T) {
 	decodeLine(t, "share (joined)", share.line(`.*"joined".*`)[0], schema{"joined": "string", "user": "string", "role": "string"})
 	share.wait()
 
+	one(a1, memberSchema, "remove", "House", "Dan", "--yes")
 	one(a1, schema{"list": listSchema, "from": "string", "conflicts_resolved": "number"}, "copy", "House")
+	one(a1, schema{"list": "string", "name": "string", "deleted": "bool"}, "delete", "House", "--yes")
+	so := one(a1, schema{"identity": identitySchema, "copies": []schema{{"from": "string", "to": "string", "name": "string", "records": "number"}},
+		"ask_again": "array", "old": "string"}, "start-over", "--yes")
+	if n := len(so["copies"].([]any)); n != 1 { // House (copy); House itself is deleted
+		t.Errorf("start-over copied %d lists, want 1: %v", n, so)
+	}
 }
