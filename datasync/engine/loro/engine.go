@@ -219,6 +219,13 @@ func (e *Engine) Drop(name string) {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
-	_ = e.in.FreeDoc(ctx, d.h)
-	delete(e.docs, name)
+	e.drop(ctx, name)
+}
+
+// drop frees and forgets a document. The caller holds e.mu.
+func (e *Engine) drop(ctx context.Context, name string) {
+	if d := e.docs[name]; d != nil {
+		_ = e.in.FreeDoc(ctx, d.h)
+		delete(e.docs, name)
+	}
 }

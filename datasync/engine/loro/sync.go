@@ -154,9 +154,11 @@ func kind(snapshot bool) string {
 
 // Import implements engine.Engine. Outcomes: AlreadyHeld when the blob's
 // end version is held (the engine is not touched), NeedsTrimmedHistory when
-// it starts at or below this document's shallow root, MissingPredecessor
-// when Loro keeps part of it pending, Unreadable for anything Loro cannot
-// decode (or that traps the instance, which is then rebuilt).
+// it carries ops below this document's shallow root or Loro finds its
+// dependencies there, MissingPredecessor when Loro keeps part of it
+// pending, Unreadable for anything Loro cannot decode (or that traps the
+// instance, which is then rebuilt); a document made for an unreadable blob
+// is removed again.
 func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -172,10 +174,20 @@ func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	if err != nil {
 		return engine.Unreadable, err
 	}
+	created := e.docs[name] == nil
 	d, err := e.docOrNew(ctx, name)
 	if err != nil {
 		return engine.Failed, err
 	}
+	out, err := e.importInto(ctx, name, d, m, change)
+	if out == engine.Unreadable && created && e.docs[name] == d {
+		e.drop(ctx, name)
+	}
+	return out, err
+}
+
+// importInto is Import after the blob was judged and the document made.
+func (e *Engine) importInto(ctx context.Context, name string, d *doc, m lorowasm.BlobMeta, change []byte) (engine.Outcome, error) {
 	cur, _, err := e.version(ctx, d)
 	if err != nil {
 		return engine.Failed, err
@@ -313,10 +325,21 @@ func (e *Engine) ImportSnapshot(name string, snap []byte) (engine.Outcome, error
 	if err != nil {
 		return engine.Unreadable, err
 	}
+	created := e.docs[name] == nil
 	d, err := e.docOrNew(ctx, name)
 	if err != nil {
 		return engine.Failed, err
 	}
+	out, err := e.importSnapshotInto(ctx, name, d, m, snap)
+	if out == engine.Unreadable && created && e.docs[name] == d {
+		e.drop(ctx, name)
+	}
+	return out, err
+}
+
+// importSnapshotInto is ImportSnapshot after the blob was judged and the
+// document made.
+func (e *Engine) importSnapshotInto(ctx context.Context, name string, d *doc, m lorowasm.BlobMeta, snap []byte) (engine.Outcome, error) {
 	cur, _, err := e.version(ctx, d)
 	if err != nil {
 		return engine.Failed, err
