@@ -193,3 +193,55 @@ func everListedUser(r *roster.Roster, u UserID) bool {
 }
 
 var _ = fmt.Sprint
+
+// ChangeInFlight returns the sharing change another device of the owner
+// started for collection c and has not finished (§11.7), as a phrase
+// ("removing Aimee in House").
+func (d *Device) ChangeInFlight(c CollectionID) (string, bool) {
+	eng, err := d.engine()
+	if err != nil {
+		return "", false
+	}
+	return eng.Flight(client.CollectionID(c))
+}
+
+// FinishChange finishes the change another device left in flight
+// ("Finishing a change started on …", §13.2). If that device did not get
+// far enough (its change is not on the hub), it fails with CodeInFlight:
+// the user can make the change here instead, after DiscardChange.
+func (d *Device) FinishChange(ctx context.Context, c CollectionID) error {
+	eng, err := d.engine()
+	if err != nil {
+		return err
+	}
+	if err := eng.FinishFlight(client.CollectionID(c)); err != nil {
+		return newErr(CodeNotFound, err, "no change of another device is waiting here")
+	}
+	if err := d.needNetwork(ctx); err != nil {
+		return err
+	}
+	if eng.Rotating(client.CollectionID(c)) { // taken over, not done yet
+		if _, err := d.Sync(ctx); err != nil {
+			return err
+		}
+	}
+	if what, ok := eng.Flight(client.CollectionID(c)); ok {
+		return newErr(CodeInFlight, nil, "your other device started %s and didn't finish. Do it here, or discard it?", what)
+	}
+	return nil
+}
+
+// DiscardChange discards the change another device left in flight, with
+// the user's consent (§11.7); that device drops it when it returns.
+func (d *Device) DiscardChange(ctx context.Context, c CollectionID) error {
+	eng, err := d.engine()
+	if err != nil {
+		return err
+	}
+	if err := eng.DiscardFlight(client.CollectionID(c)); err != nil {
+		return newErr(CodeNotFound, err, "no change of another device is waiting here")
+	}
+	d.notifyLocal()
+	_, err = d.Sync(ctx)
+	return err
+}

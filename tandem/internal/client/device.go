@@ -108,12 +108,13 @@ type Device struct {
 	held      []*heldMsg
 	outbox    []outMsg
 	outSeq    uint64
-	share     *shares                    // sharing messages waiting to be judged (share.go)
-	rotations map[CollectionID]*rotation // key changes in progress (rotate.go)
-	hook      func(point string)         // crash tests: called at each rotation step boundary
-	epochSeen map[CollectionID][32]byte  // the epoch each collection was last published in (resign.go)
-	delta     Delta                      // changes not yet given to the journal
-	broken    error                      // a journal commit failed after memory changed
+	share     *shares                     // sharing messages waiting to be judged (share.go)
+	rotations map[CollectionID]*rotation  // key changes in progress (rotate.go)
+	hook      func(point string)          // crash tests: called at each rotation step boundary
+	finishing map[CollectionID]flightNote // another device's changes this one was asked to finish (§11.7)
+	epochSeen map[CollectionID][32]byte   // the epoch each collection was last published in (resign.go)
+	delta     Delta                       // changes not yet given to the journal
+	broken    error                       // a journal commit failed after memory changed
 	now       func() time.Time
 }
 
@@ -242,6 +243,7 @@ func New(cfg Config) (*Device, error) {
 	d.chans[d.id.InboxTag] = &channel{tag: d.id.InboxTag, role: roleInbox}
 	d.share = newShares()
 	d.rotations = map[CollectionID]*rotation{}
+	d.finishing = map[CollectionID]flightNote{}
 	d.epochSeen = map[CollectionID][32]byte{}
 	return d, nil
 }
@@ -339,6 +341,9 @@ func (d *Device) Pending() int {
 func (d *Device) follow(coll *collection, epoch, key [32]byte) *channel {
 	tag := suite.CollectionTag(key, epoch)
 	if ch, ok := d.chans[tag]; ok {
+		if ch.coll != nil {
+			ch.coll.epochs[epoch] = key
+		}
 		return ch
 	}
 	coll.epochs[epoch] = key

@@ -127,9 +127,9 @@ func (d *Device) followMemberships() bool {
 				continue // checked on arrival; cannot happen
 			}
 			if _, known := d.chans[suite.CollectionTag(e.K, e.Epoch)]; !known {
-				d.follow(coll, e.Epoch, e.K)
 				added = true
 			}
+			d.follow(coll, e.Epoch, e.K) // also records the key of a channel already read (a draft, §11.6)
 		}
 	}
 	return added

@@ -56,7 +56,7 @@ type SavedRotation struct {
 
 func (r *rotation) saved() SavedRotation {
 	p, _ := EncodeRecordPayload(&RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: r.st.Body(), Sig: r.st.Sig()}}})
-	return SavedRotation{Collection: r.coll, Step: r.step, Payload: p, Key: r.key, Inventory: r.inv, OldEpoch: r.oldEpoch, OldKey: r.oldKey}
+	return SavedRotation{Collection: r.coll, Step: r.step, Payload: p, Key: r.key, Inventory: append([]byte{}, r.inv...), OldEpoch: r.oldEpoch, OldKey: r.oldKey}
 }
 
 // flightNote is the note in home (§6.2 flight, §11.7): the change in
@@ -205,6 +205,25 @@ func (d *Device) runRotations(ctx context.Context, s hub.Store, rep *SyncReport)
 }
 
 func (d *Device) runRotation(ctx context.Context, s hub.Store, rot *rotation, rep *SyncReport) error {
+	if rot.step < rotAnnounced {
+		switch d.fate(rot) {
+		case fateFinished: // announced, by this device or the one that finished it (§11.7)
+			if err := d.keepInventory(rot); err != nil {
+				return err
+			}
+			if err := d.rotStep(rot, rotAnnounced); err != nil {
+				return err
+			}
+		case fateDiscarded: // the note naming it is gone and it was never announced
+			d.mu.Lock()
+			delete(d.rotations, rot.coll)
+			d.delta.RotationsDone = append(d.delta.RotationsDone, rot.coll)
+			err := d.commitSynced()
+			d.mu.Unlock()
+			d.log.Info("tandem/client: a sharing change was discarded on another device; dropping it", "collection", rot.coll)
+			return err
+		}
+	}
 	d.at("prepared")
 	if rot.step == rotPrepared {
 		if err := d.uploadEpoch(ctx, s, rot, rep); err != nil {
@@ -218,6 +237,9 @@ func (d *Device) runRotation(ctx context.Context, s hub.Store, rot *rotation, re
 	if rot.step == rotUploaded {
 		if err := d.announce(ctx, s, rot, rep); err != nil {
 			return err
+		}
+		if !d.Rotating(rot.coll) {
+			return nil // abandoned: the collection died
 		}
 		d.at("announced")
 	}
@@ -238,6 +260,165 @@ func (d *Device) runRotation(ctx context.Context, s hub.Store, rot *rotation, re
 			return err
 		}
 		d.at("retired")
+	}
+	return nil
+}
+
+// Fates of a rotation not yet announced by this device (§11.7).
+const (
+	fateOpen = iota
+	fateFinished
+	fateDiscarded
+)
+
+// fate reads what happened to rot while the device was away: announced
+// (the chain follows its statement), discarded (no note names it), or
+// still open.
+func (d *Device) fate(rot *rotation) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll := d.colls[rot.coll]
+	if r, ok := coll.chainRoster(); ok && r.Contains(rot.st.ID()) {
+		return fateFinished
+	}
+	note, ok := d.noteOf(rot.coll)
+	id := rot.st.ID()
+	if !ok || string(note.St) != string(id[:]) {
+		return fateDiscarded
+	}
+	return fateOpen
+}
+
+// noteOf reads the flight note in home for c, whichever device wrote it.
+// d.mu is held.
+func (d *Device) noteOf(c CollectionID) (flightNote, bool) {
+	var n flightNote
+	raw := d.regString(d.home, suite.NamedRecordID(membershipName(c)), fFlight)
+	if raw == "" || tjson.Unmarshal([]byte(raw), &n) != nil || len(n.St) != 32 || len(n.K) != 32 {
+		return n, false
+	}
+	return n, true
+}
+
+// Flight returns the change another device of the owner has in flight
+// for c (§11.7): what it is, from its note in home.
+func (d *Device) Flight(c CollectionID) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, theirs := d.flightOf(c)
+	return n.What, theirs
+}
+
+// FinishFlight takes over the change another device of the owner left in
+// flight (§11.7 "Finishing a change started on …"): the device reads the
+// change's own channel, whose key is in the note; if the statement is
+// there, the next Sync announces it and carries on as if this device had
+// made it. FinishReady tells whether it was found.
+func (d *Device) FinishFlight(c CollectionID) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n, theirs := d.flightOf(c)
+	coll := d.colls[c]
+	if !theirs || coll == nil {
+		return fmt.Errorf("%w: no change of another device in flight", ErrNoRequest)
+	}
+	epoch, key := [32]byte(n.St), [32]byte(n.K)
+	tag := suite.CollectionTag(key, epoch)
+	if d.chans[tag] == nil {
+		d.chans[tag] = &channel{tag: tag, key: key, coll: coll, epoch: epoch}
+		coll.epochs[epoch] = key
+	}
+	d.finishing[c] = n
+	return nil
+}
+
+// takeOverFlights turns each change being finished into this device's
+// rotation once its statement has been read from its channel. d.mu is
+// held.
+func (d *Device) takeOverFlights() {
+	for c, n := range d.finishing {
+		coll := d.colls[c]
+		if coll == nil {
+			delete(d.finishing, c)
+			continue
+		}
+		var st *roster.Statement
+		for _, x := range coll.chain.Statements() {
+			if id := x.ID(); string(id[:]) == string(n.St) {
+				st = x
+			}
+		}
+		old, err := d.currentChannel(coll)
+		if st == nil || err != nil {
+			continue // not read yet, or never uploaded: FinishReady says so
+		}
+		rot := &rotation{coll: c, step: rotUploaded, st: st, key: [32]byte(n.K), oldEpoch: old.epoch, oldKey: old.key}
+		d.rotations[c] = rot
+		d.delta.Rotations = append(d.delta.Rotations, rot.saved())
+		delete(d.finishing, c)
+	}
+}
+
+// FinishReady reports whether a change being finished was found and taken
+// over (then the next Sync completes it).
+func (d *Device) FinishReady(c CollectionID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, waiting := d.finishing[c]
+	return !waiting && d.rotations[c] != nil
+}
+
+// DiscardFlight discards the change another device of the owner left in
+// flight, with the user's consent (§11.7): its note leaves home, so that
+// device, when it returns and finds no announcement, drops its journal.
+func (d *Device) DiscardFlight(c CollectionID) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, theirs := d.flightOf(c); !theirs {
+		return fmt.Errorf("%w: no change of another device in flight", ErrNoRequest)
+	}
+	delete(d.finishing, c)
+	rec := suite.NamedRecordID(membershipName(c))
+	if err := d.homeChanges([]record.Change{{Record: rec, Field: fFlight, Op: suite.OpAssign, Value: nil}}); err != nil {
+		return err
+	}
+	return d.commit()
+}
+
+// keepInventory gives the chain the new epoch's inventory from the
+// journal, and journals it as fragments, when the chain lacks it (another
+// device announced the change). d.mu is not held.
+func (d *Device) keepInventory(rot *rotation) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll := d.colls[rot.coll]
+	epoch := rot.st.ID()
+	r, ok := coll.chainRoster()
+	if !ok || len(rot.inv) == 0 {
+		return nil
+	}
+	if _, have := r.Inventory(epoch); have {
+		return nil
+	}
+	if err := coll.chain.SetInventory(epoch, rot.inv); err != nil {
+		return err
+	}
+	return d.journalInventory(coll, epoch, rot.inv)
+}
+
+// journalInventory saves an epoch's inventory as its fragments, which
+// restore re-assembles. d.mu is held.
+func (d *Device) journalInventory(coll *collection, epoch [32]byte, inv []byte) error {
+	frags, err := roster.Split(epoch, inv, SoftMessage)
+	if err != nil {
+		return err
+	}
+	for _, f := range frags {
+		b, err := f.Encode()
+		if err != nil {
+			return err
+		}
+		d.delta.Fragments = append(d.delta.Fragments, SavedFragment{Collection: coll.id, Payload: b})
 	}
 	return nil
 }
@@ -377,20 +558,27 @@ func (d *Device) announce(ctx context.Context, s hub.Store, rot *rotation, rep *
 		return err
 	}
 	d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, rot.oldEpoch, rot.st.Body(), rot.st.Sig()))
+	if r, ok := coll.chain.Roster(); !ok || !r.Contains(epoch) || coll.chain.Status() != roster.StatusFollowing {
+		// Another successor of the same statement was announced first: the
+		// collection is dead (§9.4, §11.7). Nothing more to do here.
+		d.log.Warn("tandem/client: the collection died: another device changed its sharing at the same moment", "collection", coll.id)
+		delete(d.rotations, rot.coll)
+		d.delta.RotationsDone = append(d.delta.RotationsDone, rot.coll)
+		return d.commitSynced()
+	}
+	if len(rot.inv) == 0 { // finishing another device's change: the inventory came from its channel
+		r, _ := coll.chain.Roster()
+		inv, ok := r.Inventory(epoch)
+		if !ok {
+			return fmt.Errorf("%w: the change's inventory is not in its channel yet", ErrNotWritable)
+		}
+		rot.inv = inv.Bytes()
+	}
 	if err := coll.chain.SetInventory(epoch, rot.inv); err != nil {
 		return err
 	}
-	// Journal the inventory as its fragments, which restore re-assembles.
-	frags, err := roster.Split(epoch, rot.inv, SoftMessage)
-	if err != nil {
+	if err := d.journalInventory(coll, epoch, rot.inv); err != nil {
 		return err
-	}
-	for _, f := range frags {
-		b, err := f.Encode()
-		if err != nil {
-			return err
-		}
-		d.delta.Fragments = append(d.delta.Fragments, SavedFragment{Collection: coll.id, Payload: b})
 	}
 	coll.checked[epoch] = true
 	coll.epochs[epoch] = rot.key

@@ -426,7 +426,8 @@ func (d *Device) admit(j *JoinRequest) error {
 func (d *Device) sendGrant(coll *collection, r *roster.Roster, uid, uka [32]byte, req hub.ID) error {
 	key, ok := coll.epochs[r.Epoch()]
 	if !ok {
-		return fmt.Errorf("%w: no key for the current epoch", ErrNotWritable)
+		ep := r.Epoch()
+		return fmt.Errorf("%w: no key for the current epoch %x (have %d)", ErrNotWritable, ep[:4], len(coll.epochs))
 	}
 	at, epoch := r.Head().ID(), r.Epoch()
 	sig := ed25519.Sign(d.id.SignKey, suite.GrantSigInput(uid, [16]byte(coll.id), at, epoch, key))

@@ -85,6 +85,7 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 	}
 	d.mu.Lock()
 	d.resignAll()
+	d.takeOverFlights()
 	err = d.commitSynced()
 	d.mu.Unlock()
 	if err != nil {
