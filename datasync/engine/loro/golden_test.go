@@ -234,7 +234,11 @@ func runGo(t *testing.T, sc scenario) result {
 			e.mu.Unlock()
 		}
 		for _, p := range sc.Peers {
-			rec.Versions = append(rec.Versions, hex.EncodeToString(must[[]byte](t)(engines[p].Version("d"))))
+			v := must[[]byte](t)(engines[p].Version("d"))
+			if _, err := decodeVV(v); err != nil {
+				t.Fatalf("%s step %d: Loro's version %x does not decode in Go: %v", sc.Name, i, v, err)
+			}
+			rec.Versions = append(rec.Versions, hex.EncodeToString(v))
 		}
 		res.Steps = append(res.Steps, rec)
 	}
