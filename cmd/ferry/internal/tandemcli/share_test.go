@@ -158,9 +158,15 @@ func TestSharingDovecot(t *testing.T) {
 	if !strings.HasPrefix(inv.Link, "https://") || !strings.Contains(inv.Link, "#") {
 		t.Fatalf("link %q", inv.Link)
 	}
+	watch := a2.start("sync", "--watch")
+	watch.line(`^Connected: changes from elsewhere appear here`)
 	if out := b.ok("join", inv.Link); !strings.Contains(out, "Waiting for Aimee to approve.") {
 		t.Fatalf("join: %s", out)
 	}
+	watch.line(`^Jesper wants to join House \(ferry approve \S{6}, or ferry decline`)
+	watch.cmd.Process.Signal(os.Interrupt)
+	watch.line(`^Stopped\.$`)
+	watch.wait()
 	if out := a2.ok("requests"); !strings.Contains(out, "Jesper wants to join House as writer") {
 		t.Fatalf("requests: %s", out)
 	}

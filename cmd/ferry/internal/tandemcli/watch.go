@@ -153,7 +153,7 @@ func (a *app) watch(c *cobra.Command, f syncFlags) error {
 	if !a.json {
 		fmt.Fprintln(w, "Watching for changes; Ctrl-C stops.")
 	}
-	st := &watchState{}
+	st := &watchState{notices: map[string]string{}}
 	for {
 		err := a.watchOpen(ctx, w, st)
 		if ctx.Err() != nil {
@@ -182,9 +182,11 @@ func waitYield(ctx context.Context, dir string) {
 // watchState is what sync --watch remembers across reopenings.
 type watchState struct {
 	dir      string
+	notices  map[string]string // printed and still true
 	online   bool
 	lastNote string
 	lastSync time.Time
+	noticed  time.Time // the sync after which notices were last looked at
 }
 
 // watchOpen opens the device and runs it until ctx ends, Run stops, or
@@ -224,9 +226,14 @@ func (a *app) watchOpen(ctx context.Context, w io.Writer, st *watchState) error 
 				return err
 			}
 			a.printChanges(w, diff(before, after, time.Now().UTC()))
+			a.printNotices(w, st.notices, notices(s.dev, s.dir))
 			before = after
 		case <-tick.C:
 			a.watchStatus(w, s, st)
+			if status := s.dev.Status(); status.LastSync.After(st.noticed) {
+				st.noticed = status.LastSync // requests and leave notices arrive with a sync
+				a.printNotices(w, st.notices, notices(s.dev, s.dir))
+			}
 			if yieldRequested(s.dir) {
 				stop()
 				<-done
