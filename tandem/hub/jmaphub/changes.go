@@ -35,9 +35,12 @@ var metaProperties = []string{"id", "mailboxIds", "header:Tandem-Channel:asRaw"}
 // (§10.2 changes): Email/changes since the cursor's state, repeated while
 // hasMoreChanges, then Email/get of the created and updated ids. An id in
 // the Tandem mailbox and not yet known is added; a known id no longer in it
-// (moved out: an update, not a destroy) or destroyed is removed. A nil
-// cursor, a cursor of another mailbox, or an Email/changes answered with
-// cannotCalculateChanges or invalidArguments, means a full resync
+// (moved out: an update, not a destroy) or destroyed is removed. A
+// cursor of another server, account or mailbox, and a mailbox another
+// client destroyed, renamed or moved (checked in the same request), mean a
+// full resync from nothing (hub.Changes.Reset); a nil cursor, or an
+// Email/changes answered with cannotCalculateChanges or invalidArguments,
+// means a full resync
 // (Email/query with inMailbox, paged). The caller's cursor is never changed;
 // on an error it stays good for a retry.
 func (st *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, error) {
