@@ -27,6 +27,8 @@ type app struct {
 	profile string // --profile
 	json    bool   // --json
 	yes     bool   // --yes
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // Register adds the Tandem commands to root, and makes root's flag errors
@@ -64,6 +66,7 @@ const (
 // flags adds the flags every Tandem command has: --profile, and --json
 // for commands that print data.
 func (a *app) flags(c *cobra.Command, withJSON bool) *cobra.Command {
+	c.PreRun = func(c *cobra.Command, _ []string) { a.stdout, a.stderr = c.OutOrStdout(), c.ErrOrStderr() }
 	c.Flags().StringVar(&a.profile, "profile", "", "the profile directory: one device (default $FERRY_HOME, else $XDG_DATA_HOME/ferry)")
 	if withJSON {
 		c.Flags().BoolVar(&a.json, "json", false, "print the result as JSON (errors as JSON on stderr)")

@@ -283,7 +283,11 @@ func (a *app) saveHub(c *cobra.Command, h tandem.Hub) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), syncTimeout)
 	defer cancel()
-	rep, serr := s.dev.Sync(ctx)
+	var rep tandem.SyncReport
+	serr := a.withProgress(s, "First sync", func() (err error) {
+		rep, err = s.dev.Sync(ctx)
+		return err
+	})
 	s.saveState(serr)
 	if a.json {
 		out := map[string]any{"hub": h.String(), "kind": h.Kind(), "synced": serr == nil, "sync": reportJSON(rep)}

@@ -53,7 +53,7 @@ func (a *app) syncForSharing(c *cobra.Command, s *session) error {
 func (a *app) sharingChange(c *cobra.Command, s *session, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(c.Context(), syncTimeout)
 	defer cancel()
-	err := fn(ctx)
+	err := a.withProgress(s, "Changing who the list is shared with", func() error { return fn(ctx) })
 	s.saveState(err)
 	return err
 }

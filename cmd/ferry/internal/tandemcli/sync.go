@@ -108,7 +108,11 @@ func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rep, err := s.dev.Sync(ctx)
+	var rep tandem.SyncReport
+	err := a.withProgress(s, "Syncing", func() (err error) {
+		rep, err = s.dev.Sync(ctx)
+		return err
+	})
 	s.saveState(err)
 	return rep, err
 }
