@@ -38,9 +38,10 @@ MAILUSER=tandemhub
 APT=(apt-get -qq -o DPkg::Lock::Timeout=600)
 
 # ---- packages ---------------------------------------------------------------
-if ! dpkg -s dovecot-imapd >/dev/null 2>&1; then
-  "${APT[@]}" install -y --no-install-recommends dovecot-imapd >/dev/null 2>&1 ||
-    { "${APT[@]}" update; "${APT[@]}" install -y --no-install-recommends dovecot-imapd >/dev/null; }
+# openssl makes the test certificate.
+if ! dpkg -s dovecot-imapd openssl >/dev/null 2>&1; then
+  "${APT[@]}" install -y --no-install-recommends dovecot-imapd openssl >/dev/null 2>&1 ||
+    { "${APT[@]}" update; "${APT[@]}" install -y --no-install-recommends dovecot-imapd openssl >/dev/null; }
 fi
 # The package's own instance (started by its postinst where an init system
 # runs) would hold port 143; ours don't use it, and we leave it alone.
