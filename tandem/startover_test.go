@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
-	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/roster"
@@ -74,14 +72,9 @@ func TestStartOver(t *testing.T) {
 	startOverStory(t, Options{Store: memStore(srv)}, srv.Open())
 }
 
-// The same on Dovecot (user elena, used by no other test but pairing's).
+// The same on Dovecot.
 func TestStartOverDovecot(t *testing.T) {
-	h := dovecotHub(t, "elena")
-	raw, err := imaphub.Open(t.Context(), imaphub.Config{Addr: realtest.Getenv("FERRY_DOVECOT_ADDR"), User: h.user, Password: h.password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	h, raw := pairHub(t, "dovecot")
 	startOverStory(t, Options{Hub: h}, raw)
 }
 
