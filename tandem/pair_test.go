@@ -292,3 +292,28 @@ func TestPairingCloseEndsNext(t *testing.T) {
 		t.Fatalf("%d messages left after Close without approval", n)
 	}
 }
+
+// Without a hub there is nothing to pair through: AddDevice gives
+// CodeNoHub. An unreachable hub in the payload gives CodeOffline on the
+// new device, with nothing created.
+func TestPairingNoHub(t *testing.T) {
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper"})
+	defer a.Close()
+	if _, err := a.AddDevice(t.Context()); CodeOf(err) != CodeNoHub {
+		t.Fatalf("AddDevice without a hub: %v, want CodeNoHub", err)
+	}
+	pl := pairPayload{hub: IMAPHub("127.0.0.1", 1, "jesper", "pw"), exp: time.Now().Add(time.Minute)}
+	payload, _ := pl.encode()
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, err := JoinDevice(t.Context(), dir, payload, Options{Logger: quiet()}); CodeOf(err) != CodeOffline {
+		t.Fatalf("JoinDevice with the hub down: %v, want CodeOffline", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a failed join created the directory")
+	}
+	pl.hub = Hub{}
+	payload, _ = pl.encode()
+	if _, err := JoinDevice(t.Context(), dir, payload, Options{Logger: quiet()}); CodeOf(err) != CodeNoHub {
+		t.Fatalf("a payload without a hub on a device without one: %v, want CodeNoHub", err)
+	}
+}
