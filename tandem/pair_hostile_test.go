@@ -315,3 +315,43 @@ func TestPairingForgedReplyIgnored(t *testing.T) {
 		t.Fatal("the new device took the forged reply's identity")
 	}
 }
+
+// A request put in the real one's place (the attacker destroys the real
+// device's request and posts their own under its name): the showing
+// device offers the attacker's code, and the real device shows none.
+func TestPairingReplacedRequest(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.addDevice(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	msgs, err := ed.all(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range msgs {
+		if err := ed.ch.store.Destroy(ctx, []hub.ID{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evilDir := filepath.Join(t.TempDir(), "evil")
+	evil := pairJoinT(t, srv, evilDir, offer.Payload(), "tablet")
+	evil.slack = 0
+	req, err := offer.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evilCode, err := evil.Code(ctx)
+	if err != nil || evilCode != req.Code() {
+		t.Fatalf("the attacker's code %q (%v), offered %q", evilCode, err, req.Code())
+	}
+	if code, err := real.Code(ctx); code != "" || CodeOf(err) != CodeExpired {
+		t.Fatalf("the real device without a challenge: %q, %v; want no code, CodeExpired", code, err)
+	}
+}
