@@ -2,6 +2,8 @@ package tandemcli_test
 
 import (
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -235,7 +237,9 @@ func TestConnectErrors(t *testing.T) {
 		fmt.Fprint(w, "<html><body>Welcome</body></html>")
 	}))
 	defer htmlOK.Close()
-	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	tlsSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
+	tlsSrv.StartTLS()
 	defer tlsSrv.Close()
 	tlsAddr := strings.TrimPrefix(tlsSrv.URL, "https://")
 	silent, closed := silentListener(t), closedPort(t)
@@ -318,9 +322,11 @@ func TestCredentialRevoked(t *testing.T) {
 	}
 	d.ok("add", "Groceries", "Tea") // local work goes on
 
-	// The hub goes away: offline.
+	// The hub goes away: offline; sharing changes need the network.
 	srv.Close()
 	wantErr(t, d.run("sync"), 1, "The sync hub can't be reached; everything keeps working here and syncs when it's back.")
+	wantErr(t, d.run("role", "Groceries", "Someone", "reader"), 1, "Changing who a list is shared with needs a connection.")
+	wantErr(t, d.run("approve", "Someone"), 1, "Changing who a list is shared with needs a connection.")
 	d.jsonOut(&st, "status")
 	if st.Connection != "offline" {
 		t.Errorf("status after the hub went away: %+v", st)

@@ -17,6 +17,12 @@ import (
 
 const groupShare = "tandem-share"
 
+// The range of an invite's lifetime (--expires).
+const (
+	minInviteLife = time.Second
+	maxInviteLife = 30 * 24 * time.Hour
+)
+
 // joinsFile lists the lists this profile asked to join, so that status
 // can say "Waiting for Jesper to approve" before the list arrives.
 const joinsFile = "joins.json"
@@ -35,6 +41,7 @@ func readJoins(dir string) []pendingJoin {
 
 func (a *app) shareCmd() *cobra.Command {
 	var link, reader, noName, noWait bool
+	var expires time.Duration
 	c := &cobra.Command{
 		Use:     "share LIST",
 		GroupID: groupShare,
@@ -50,6 +57,9 @@ invite gets access to this account's mailbox.`,
 			if noWait && link {
 				return usagef("--no-wait applies to the QR form; a link never waits")
 			}
+			if c.Flags().Changed("expires") && (expires < minInviteLife || expires > maxInviteLife) {
+				return usagef("--expires %s is out of range: give 1s to 720h (30 days)", expires)
+			}
 			s, err := a.open(c.Context())
 			if err != nil {
 				return err
@@ -59,7 +69,7 @@ invite gets access to this account's mailbox.`,
 			if err != nil {
 				return err
 			}
-			opts := tandem.InviteOptions{Link: link, NoHint: noName, Role: tandem.RoleWriter}
+			opts := tandem.InviteOptions{Link: link, NoHint: noName, Role: tandem.RoleWriter, Expires: expires}
 			if reader {
 				opts.Role = tandem.RoleReader
 			}
@@ -101,6 +111,7 @@ invite gets access to this account's mailbox.`,
 	c.Flags().BoolVar(&reader, "reader", false, "invite as a reader, who can't change the list")
 	c.Flags().BoolVar(&noName, "no-name", false, "leave the list's name out of the invite (anyone who sees the link can read it)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "do not wait for the person to join")
+	c.Flags().DurationVar(&expires, "expires", 0, "how long the invite works (1s to 720h; default 10m for a QR code, 7 days for a link)")
 	return a.flags(c, true)
 }
 

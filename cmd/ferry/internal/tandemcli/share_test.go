@@ -250,7 +250,20 @@ func TestSharingDovecot(t *testing.T) {
 		t.Errorf("Dan's status: %+v", st)
 	}
 
+	// An expired invite, and lifetimes out of range.
+	wantErr(t, a1.run("share", "House", "--link", "--expires", "0s"), 2, "--expires 0s is out of range")
+	wantErr(t, a1.run("share", "House", "--link", "--expires", "800h"), 2, "--expires 800h0m0s is out of range")
+	a1.jsonOut(&inv, "share", "House", "--link", "--expires", "1s")
+	time.Sleep(1100 * time.Millisecond)
+	before = d.stored()
+	wantErr(t, d.run("join", inv.Link), 1, "This code has expired. Ask for a new one.")
+	if d.stored() != before {
+		t.Error("an expired invite changed Dan's device")
+	}
+	wantErr(t, d.run("join", "https://example.com/join#AAAA"), 1, "this is not a Ferry invite")
+
 	// A different hub.
+	a1.jsonOut(&inv, "share", "House", "--link")
 	e := newDevice(t, "erin")
 	e.ok("init", "--name", "Erin")
 	e.env = []string{"FERRY_PASSWORD=x"}
