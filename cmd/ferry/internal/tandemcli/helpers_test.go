@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,6 +23,10 @@ import (
 var ferryBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run()) // fuzzing needs no binary
+	}
 	dir, err := os.MkdirTemp("", "ferry-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -22,8 +22,12 @@ import (
 // address, port or credential is one line with the fix, in seconds
 // (docs/decisions/cli-connect.md).
 
-// maxSessionBody bounds a JMAP session document.
-const maxSessionBody = 1 << 20
+// maxSessionBody bounds a JMAP session document; maxLoginLines, the
+// untagged lines an IMAP server may send before answering LOGIN.
+const (
+	maxSessionBody = 1 << 20
+	maxLoginLines  = 1000
+)
 
 // jmapTarget is the URL a person typed for a JMAP account, made into the
 // one to ask: a bare origin gets /.well-known/jmap (RFC 8620 §2.2).
@@ -153,6 +157,12 @@ func probeIMAP(ctx context.Context, p imapProbe, timeout time.Duration) error {
 		}
 		conn = tc
 	}
+	return imapLogin(conn, p, timeout)
+}
+
+// imapLogin reads the greeting and logs in on an open connection, whose
+// deadline bounds it.
+func imapLogin(conn net.Conn, p imapProbe, timeout time.Duration) error {
 	r := bufio.NewReaderSize(conn, 4096)
 	greeting, err := readIMAPLine(r)
 	if err != nil {
@@ -177,7 +187,10 @@ func probeIMAP(ctx context.Context, p imapProbe, timeout time.Duration) error {
 		return usagef("the user name or password has a line break in it")
 	}
 	fmt.Fprintf(conn, "F1 LOGIN %s %s\r\n", quoteIMAP(p.user), quoteIMAP(p.password))
-	for {
+	for lines := 0; ; lines++ {
+		if lines > maxLoginLines {
+			return failf("offline", "%s answers the login with endless untagged lines: is it an IMAP server?", p.addr())
+		}
 		line, err := readIMAPLine(r)
 		if err != nil {
 			return failf("offline", "%s stopped answering during the login: try again", p.addr())
