@@ -160,9 +160,17 @@ func bigChange(t testing.TB) []byte {
 // deadline is ended (the engine is not held), answered Unreadable, and
 // the instance is rebuilt with the document as it was.
 func TestDeadlineEndsCallAndRecovers(t *testing.T) {
-	change := bigChange(t)
+	// 40,000 ops: its import takes several times the deadline, while the
+	// test's own small operations take a small fraction of it.
+	big := newEngine(t, 2)
+	vals := map[string]Value{}
+	for i := range 40000 {
+		vals[fmt.Sprint("k", i)] = Value{Kind: Int, Int: int64(i)}
+	}
+	check(t, big.SetMany("d", DefaultCollection, vals))
+	change := must[[]byte](t)(big.Changes("d", nil))
 	ctx := context.Background()
-	rt, err := NewRuntime(ctx, RuntimeConfig{CacheDir: cacheDir(), CallTimeout: 30 * time.Millisecond})
+	rt, err := NewRuntime(ctx, RuntimeConfig{CacheDir: cacheDir(), CallTimeout: 100 * time.Millisecond})
 	check(t, err)
 	defer rt.Close(ctx)
 	e, err := New(ctx, rt, Options{Peer: 1})
