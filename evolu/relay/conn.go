@@ -155,11 +155,16 @@ func remoteIP(r *http.Request) string {
 	return host
 }
 
-// Handler returns the WebSocket endpoint. ctx carries values only: the
+// Handler returns the WebSocket endpoint; a plain GET /healthz is the
+// health check of AdminHandler. ctx carries values only: the
 // connections it accepts live until their peer leaves or Shutdown closes
 // them with status 1001.
 func (s *Server) Handler(ctx context.Context) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/healthz" && r.Header.Get("Upgrade") == "" {
+			s.health(w, r) // for load balancers that check the serving port
+			return
+		}
 		if !s.allowed(w, r) {
 			return
 		}

@@ -153,13 +153,20 @@ func TestOperatorLogsAndAdmin(t *testing.T) {
 	if got := get("/healthz"); got != "ok\n" {
 		t.Fatalf("/healthz: %q", got)
 	}
+	// Also on the WebSocket port, for load balancers (issue 16: a plain GET answered 426).
+	resp, err := http.Get("http" + strings.TrimPrefix(url, "ws") + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /healthz on the relay port: %v %v", resp, err)
+	}
+	resp.Body.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(logs.String(), "disconnected") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	m := get("/metrics")
 	for _, want := range []string{"evolu_relay_connections_accepted_total 1", `evolu_relay_protocol_errors_total{code="ProtocolQuotaError"} 1`,
-		"evolu_relay_requests_total 3", "evolu_relay_apply_seconds_count 3", "evolu_relay_connections 0"} {
+		"evolu_relay_requests_total 3", "evolu_relay_apply_seconds_count 3", "evolu_relay_connections 0",
+		`evolu_relay_storage_seconds_count{op="write"} 2`, `evolu_relay_storage_seconds_count{op="validate_write_key"} 3`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

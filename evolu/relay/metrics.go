@@ -24,6 +24,7 @@ type metrics struct {
 	broadcasts  prometheus.Counter
 	queued      prometheus.Gauge
 	applySecond prometheus.Histogram
+	storage     *prometheus.HistogramVec // by storage call
 }
 
 func newMetrics() *metrics {
@@ -42,8 +43,10 @@ func newMetrics() *metrics {
 	m.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "evolu_relay_queued_bytes", Help: "Outgoing bytes queued over all connections."})
 	m.applySecond = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "evolu_relay_apply_seconds", Help: "Time to answer one request, storage included.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)})
+	m.storage = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "evolu_relay_storage_seconds", Help: "Latency of storage calls, by call.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10)}, []string{"op"})
 	for _, c := range []prometheus.Collector{m.conns, m.accepted, m.refused, m.closed, m.requests, m.dropped, m.bytesIn, m.bytesOut,
-		m.errors, m.broadcasts, m.queued, m.applySecond,
+		m.errors, m.broadcasts, m.queued, m.applySecond, m.storage,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -58,15 +61,18 @@ func (m *metrics) observeApply(start time.Time) { m.applySecond.Observe(time.Sin
 // metrics of this relay.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := s.store.Ping(r.Context()); err != nil {
-			s.log.Warn("evolu relay: health check failed", "err", err)
-			http.Error(w, "database unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /healthz", s.health)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// health answers a health check: 200 "ok" when the database answers.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if err := s.store.Ping(r.Context()); err != nil {
+		s.log.Warn("evolu relay: health check failed", "err", err)
+		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
 }

@@ -144,7 +144,7 @@ func (s *Server) apply(ctx context.Context, c *conn, req []byte) ([]byte, error)
 	if c != nil {
 		remote = c.remote
 	}
-	return protocol.ApplyAsRelay(ctx, s.store, req, protocol.RelayOptions{
+	return protocol.ApplyAsRelay(ctx, timedStorage{s.store, s.metrics.storage}, req, protocol.RelayOptions{
 		Subscribe:   func(o protocol.OwnerID) { s.subscribe(o, c) },
 		Unsubscribe: func(o protocol.OwnerID) { s.unsubscribe(o, c) },
 		Broadcast: func(o protocol.OwnerID, msg []byte) {
