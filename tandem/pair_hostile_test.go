@@ -72,9 +72,41 @@ func (e *eavesdropper) count(t *testing.T, k pairKind) int {
 	return n
 }
 
-func pairJoinT(t *testing.T, srv *memhub.Server, dir, payload, name string) *PairingJoin {
+// pairNet is where a pairing test runs: memhub, or a real server.
+type pairNet struct {
+	on    Options   // Hub or Store
+	raw   hub.Store // a connection of the test's own
+	extra time.Duration
+}
+
+func memNet() pairNet {
+	srv := memhub.NewServer()
+	return pairNet{on: Options{Store: memStore(srv)}, raw: srv.Open()}
+}
+
+// forPairNets runs f on memhub, Dovecot (IMAP) and Cyrus (JMAP).
+func forPairNets(t *testing.T, f func(*testing.T, pairNet)) {
+	t.Run("memhub", func(t *testing.T) { f(t, memNet()) })
+	for _, server := range []string{"dovecot", "cyrus"} {
+		t.Run(server, func(t *testing.T) {
+			h, raw := pairHub(t, server)
+			f(t, pairNet{on: Options{Hub: h}, raw: raw, extra: 6 * time.Second})
+		})
+	}
+}
+
+func (n pairNet) with(name string) Options {
+	o := n.on
+	o.Name, o.Logger = name, quiet()
+	return o
+}
+
+// ttl is a test offer's lifetime: d, longer on a real server's round trips.
+func (n pairNet) ttl(d time.Duration) time.Duration { return d + n.extra }
+
+func pairJoinT(t *testing.T, n pairNet, dir, payload, name string) *PairingJoin {
 	t.Helper()
-	j, err := JoinDevice(t.Context(), dir, payload, Options{Name: name, Store: memStore(srv), Logger: quiet()})
+	j, err := JoinDevice(t.Context(), dir, payload, n.with(name))
 	if err != nil {
 		t.Fatalf("JoinDevice %s: %v", name, err)
 	}
@@ -85,20 +117,21 @@ func pairJoinT(t *testing.T, srv *memhub.Server, dir, payload, name string) *Pai
 // A captured QR code used by an attacker: their request gets a challenge
 // whose code differs from the real device's; approving the request with
 // the real device's code hands the attacker nothing.
-func TestPairingCapturedQR(t *testing.T) {
-	srv := memhub.NewServer()
-	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+func TestPairingCapturedQR(t *testing.T) { forPairNets(t, testPairingCapturedQR) }
+
+func testPairingCapturedQR(t *testing.T, n pairNet) {
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
 	defer a.Close()
 	ctx := t.Context()
-	offer, err := a.addDevice(ctx, 3*time.Second)
+	offer, err := a.addDevice(ctx, n.ttl(3*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
 	evilDir := filepath.Join(t.TempDir(), "evil")
-	evil := pairJoinT(t, srv, evilDir, offer.Payload(), "Jesper's phone")
+	evil := pairJoinT(t, n, evilDir, offer.Payload(), "Jesper's phone")
 	evil.slack = 0
-	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "Jesper's phone")
+	real := pairJoinT(t, n, filepath.Join(t.TempDir(), "real"), offer.Payload(), "Jesper's phone")
 
 	reqs := map[string]*PairingRequest{}
 	for range 2 {
@@ -130,7 +163,7 @@ func TestPairingCapturedQR(t *testing.T) {
 		t.Fatal("the attacker's side installed something")
 	}
 	// Nothing on the channel opens with the attacker's one-time key.
-	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	ed := newEavesdropper(t, n.raw, offer.Payload())
 	msgs, err := ed.all(t)
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +188,10 @@ func TestPairingCapturedQR(t *testing.T) {
 // The real new device shows no code when its challenge is replaced: the
 // attacker destroys the showing device's challenge and posts one of
 // their own for the real device's key.
-func TestPairingReplacedChallenge(t *testing.T) {
-	srv := memhub.NewServer()
-	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+func TestPairingReplacedChallenge(t *testing.T) { forPairNets(t, testPairingReplacedChallenge) }
+
+func testPairingReplacedChallenge(t *testing.T, n pairNet) {
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
 	defer a.Close()
 	ctx := t.Context()
 	offer, err := a.AddDevice(ctx)
@@ -165,11 +199,11 @@ func TestPairingReplacedChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
-	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	real := pairJoinT(t, n, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
 	if _, err := offer.Next(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	ed := newEavesdropper(t, n.raw, offer.Payload())
 	msgs, err := ed.all(t)
 	if err != nil {
 		t.Fatal(err)
@@ -208,18 +242,21 @@ func TestPairingReplacedChallenge(t *testing.T) {
 
 // A fourth request to one QR code gets no challenge (§6.3: at most three).
 func TestPairingFourthRequestUnanswered(t *testing.T) {
-	srv := memhub.NewServer()
-	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	forPairNets(t, testPairingFourthRequestUnanswered)
+}
+
+func testPairingFourthRequestUnanswered(t *testing.T, n pairNet) {
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
 	defer a.Close()
 	ctx := t.Context()
-	offer, err := a.addDevice(ctx, 2*time.Second)
+	offer, err := a.addDevice(ctx, n.ttl(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
 	var joins []*PairingJoin
 	for i := range 4 {
-		joins = append(joins, pairJoinT(t, srv, filepath.Join(t.TempDir(), "b"+string(rune('0'+i))), offer.Payload(), "device"))
+		joins = append(joins, pairJoinT(t, n, filepath.Join(t.TempDir(), "b"+string(rune('0'+i))), offer.Payload(), "device"))
 	}
 	for i := range 3 {
 		if _, err := offer.Next(ctx); err != nil {
@@ -237,7 +274,7 @@ func TestPairingFourthRequestUnanswered(t *testing.T) {
 			t.Fatalf("an unanswered request: %v, want CodeExpired", err)
 		}
 	}
-	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	ed := newEavesdropper(t, n.raw, offer.Payload())
 	if answered != 3 || ed.count(t, pairChallenge) != 3 {
 		t.Fatalf("%d requests answered, %d challenges on the hub; want 3", answered, ed.count(t, pairChallenge))
 	}
@@ -245,16 +282,16 @@ func TestPairingFourthRequestUnanswered(t *testing.T) {
 
 // A request with a duplicate JSON key is rejected whole: no challenge.
 func TestPairingRequestDuplicateKey(t *testing.T) {
-	srv := memhub.NewServer()
-	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	n := memNet()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
 	defer a.Close()
 	ctx := t.Context()
-	offer, err := a.addDevice(ctx, time.Second)
+	offer, err := a.addDevice(ctx, n.ttl(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
-	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	ed := newEavesdropper(t, n.raw, offer.Payload())
 	ek := make([]byte, 32)
 	rand.Read(ek)
 	pt := []byte(`{"name":"laptop","ek":"` + pairB64(ek) + `","name":"Jesper's laptop"}`)
@@ -276,8 +313,8 @@ func TestPairingRequestDuplicateKey(t *testing.T) {
 // A reply sealed to the real device's key but holding another user's
 // secret is ignored; the real reply that follows is taken.
 func TestPairingForgedReplyIgnored(t *testing.T) {
-	srv := memhub.NewServer()
-	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	n := memNet()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
 	defer a.Close()
 	ctx := t.Context()
 	offer, err := a.AddDevice(ctx)
@@ -285,7 +322,7 @@ func TestPairingForgedReplyIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
-	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	real := pairJoinT(t, n, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
 	req, err := offer.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +330,7 @@ func TestPairingForgedReplyIgnored(t *testing.T) {
 	if _, err := real.Code(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	ed := newEavesdropper(t, n.raw, offer.Payload())
 	var other [32]byte
 	rand.Read(other[:])
 	sealed, err := suite.SealPairReply(suite.NewIdentity(other), real.pub())
@@ -319,18 +356,19 @@ func TestPairingForgedReplyIgnored(t *testing.T) {
 // A request put in the real one's place (the attacker destroys the real
 // device's request and posts their own under its name): the showing
 // device offers the attacker's code, and the real device shows none.
-func TestPairingReplacedRequest(t *testing.T) {
-	srv := memhub.NewServer()
-	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+func TestPairingReplacedRequest(t *testing.T) { forPairNets(t, testPairingReplacedRequest) }
+
+func testPairingReplacedRequest(t *testing.T, n pairNet) {
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
 	defer a.Close()
 	ctx := t.Context()
-	offer, err := a.addDevice(ctx, 2*time.Second)
+	offer, err := a.addDevice(ctx, n.ttl(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer offer.Close(ctx)
-	real := pairJoinT(t, srv, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
-	ed := newEavesdropper(t, srv.Open(), offer.Payload())
+	real := pairJoinT(t, n, filepath.Join(t.TempDir(), "real"), offer.Payload(), "tablet")
+	ed := newEavesdropper(t, n.raw, offer.Payload())
 	msgs, err := ed.all(t)
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +379,7 @@ func TestPairingReplacedRequest(t *testing.T) {
 		}
 	}
 	evilDir := filepath.Join(t.TempDir(), "evil")
-	evil := pairJoinT(t, srv, evilDir, offer.Payload(), "tablet")
+	evil := pairJoinT(t, n, evilDir, offer.Payload(), "tablet")
 	evil.slack = 0
 	req, err := offer.Next(ctx)
 	if err != nil {
