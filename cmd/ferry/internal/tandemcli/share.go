@@ -80,10 +80,7 @@ invite gets access to this account's mailbox.`,
 			if _, err := a.syncOnce(c.Context(), s, syncTimeout); err != nil {
 				return err
 			}
-			text := inv.Payload
-			if link {
-				text = inv.Link
-			}
+			text := inv.Link // the text form of both: join takes it, and it survives a shell
 			w := c.OutOrStdout()
 			if a.json {
 				if err := emit(w, map[string]any{"list": l.ID, "role": string(opts.Role), "link": inv.Link, "payload": inv.Payload, "expires": inv.Expires.UTC(), "approve": link}); err != nil || link || noWait {
@@ -100,7 +97,7 @@ invite gets access to this account's mailbox.`,
 				fmt.Fprintln(w, "They run ferry join with this link; then ferry requests shows them and ferry approve lets them in.")
 				return nil
 			}
-			fmt.Fprintln(w, "They run ferry join with this text (or scan the code).")
+			fmt.Fprintln(w, "They scan the code, or run ferry join with the link; they are in at once.")
 			if noWait {
 				return nil
 			}

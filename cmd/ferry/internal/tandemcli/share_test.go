@@ -203,7 +203,7 @@ func TestSharingDovecot(t *testing.T) {
 	c := newDevice(t, "carol")
 	c.ok("init", "--name", "Carol")
 	share := a1.start("share", "House", "--reader")
-	text := share.line(`^(\{.*\})$`)[1]
+	text := share.line(`^(https://\S+#\S+)$`)[1]
 	c.ok("join", text)
 	share.line(`^Carol joined House\.$`)
 	share.wait()
