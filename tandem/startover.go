@@ -20,9 +20,11 @@ type StartedOver struct {
 	Device *Device
 	// Copies are the user's own collections and their copies (§11.8).
 	Copies []CollectionCopy
-	// AskAgain are the other people's collections the old identity
-	// followed, and any whose owner is not known yet (roster not arrived):
-	// the user asks their owners to be invited again (§6.4, §13.2).
+	// AskAgain are the other people's collections the old identity is a
+	// member of or has asked to join, and any whose owner is not known yet
+	// (roster not arrived): the user asks their owners to be invited again
+	// (§6.4, §13.2). Collections the user left or was removed from are not
+	// listed.
 	AskAgain []CollectionID
 }
 
@@ -105,6 +107,12 @@ func (d *Device) planStartOver(eng *client.Device) startOverPlan {
 			}
 		})
 	}
+	// Of others' collections, those the user is in or has asked to join;
+	// not those they left or were removed from.
+	p.others = slices.DeleteFunc(p.others, func(c CollectionID) bool {
+		m := d.Membership(c)
+		return m != MembershipActive && m != MembershipWaiting
+	})
 	return p
 }
 

@@ -1,65 +1,30 @@
 package tandem
 
 import (
-	"crypto/rand"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
-	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
-	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
-// followForeign makes user a follow collection c of user b, as a grant would
-// (§11.4): a membership record in a's home holding b's epoch key, written
-// by another device of a and appended to the hub. Invites are not this
-// test's subject.
-func followForeign(t *testing.T, raw hub.Store, a, b *Device, c CollectionID) {
+// shareWith has owner invite d to c by QR and d join (§11.1–11.4).
+func shareWith(t *testing.T, owner, d *Device, c CollectionID, name string) {
 	t.Helper()
-	id := suite.NewIdentity(a.us)
-	name := "membership:" + suite.B32(c[:])
-	rec := suite.NamedRecordID(name)
-	keys := b.eng.HomeSnapshot().Members(rec, "keys")
-	if len(keys) != 1 {
-		t.Fatalf("b's membership holds %d keys", len(keys))
-	}
-	var dev suite.DeviceID
-	rand.Read(dev[:])
-	now := uint64(time.Now().UnixMilli())
-	var ws []client.SignedWrite
-	for i, w := range []suite.WriteBody{
-		{Field: "_name", Op: suite.OpAssign, Value: []byte(name)},
-		{Field: "keys", Op: suite.OpAdd, Element: keys[0]},
-		{Field: "role", Op: suite.OpAssign, Value: []byte(roster.RoleWriter)},
-		{Field: "state", Op: suite.OpAssign, Value: []byte("active")},
-	} {
-		w.Scope, w.Record, w.Author = id.HomeScope, rec, id.UID
-		w.Dot = suite.Dot{Device: dev, HLC: suite.HLC{Millis: now, Counter: uint16(i)}}
-		_, _, sig, err := suite.SignWrite(id.SignKey, &w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, client.SignedWrite{Body: w, Sig: sig})
-	}
-	pt, err := client.EncodeRecordPayload(&client.RecordPayload{Record: rec, Writes: ws})
+	inv, err := owner.Invite(c, InviteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := suite.SealEnvelope(suite.KindRecord, id.HomeKey, id.HomeTag, pt, rand.Reader)
-	if err != nil {
+	syncT(t, owner)
+	if _, err := d.Join(t.Context(), inv.Payload, name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.Append(t.Context(), id.HomeTag, env); err != nil {
-		t.Fatal(err)
-	}
-	syncT(t, a)
-	if st, err := a.CollectionState(c); err != nil || st != StateFollowing {
-		t.Fatalf("a does not follow b's collection: %v %v", st, err)
+	syncT(t, d)
+	syncT(t, owner)
+	syncT(t, d)
+	if st, err := d.CollectionState(c); err != nil || st != StateFollowing || d.Membership(c) != MembershipActive {
+		t.Fatalf("the shared collection: %v %v %v", st, d.Membership(c), err)
 	}
 }
 
@@ -69,16 +34,16 @@ func followForeign(t *testing.T, raw hub.Store, a, b *Device, c CollectionID) {
 // conflict), another user's list given back to ask for again.
 func TestStartOver(t *testing.T) {
 	srv := memhub.NewServer()
-	startOverStory(t, Options{Store: memStore(srv)}, srv.Open())
+	startOverStory(t, Options{Store: memStore(srv)})
 }
 
 // The same on Dovecot.
 func TestStartOverDovecot(t *testing.T) {
-	h, raw := pairHub(t, "dovecot")
-	startOverStory(t, Options{Hub: h}, raw)
+	h, _ := pairHub(t, "dovecot")
+	startOverStory(t, Options{Hub: h})
 }
 
-func startOverStory(t *testing.T, on Options, raw hub.Store) {
+func startOverStory(t *testing.T, on Options) {
 	tmp := t.TempDir()
 	with := func(name string) Options { o := on; o.Name, o.Logger = name, quiet(); return o }
 	a := openT(t, filepath.Join(tmp, "a"), with("Jesper"))
@@ -107,11 +72,20 @@ func startOverStory(t *testing.T, on Options, raw hub.Store) {
 		t.Fatal("no conflict to copy")
 	}
 
+	// Aimee shares House with Jesper (§11.1–11.4), and Garden, which he
+	// then leaves (§11.5).
 	b := openT(t, filepath.Join(tmp, "b"), with("Aimee"))
 	defer b.Close()
 	house, _ := b.NewCollection("House")
-	syncT(t, b)
-	followForeign(t, raw, a, b, house)
+	garden, _ := b.NewCollection("Garden")
+	for _, c := range []CollectionID{house, garden} {
+		shareWith(t, b, a, c, "Jesper")
+	}
+	shareWith(t, a, b, own, "Aimee") // Jesper's own list, shared with Aimee
+	if err := a.Leave(garden); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, a)
 
 	if _, err := a.StartOver(t.Context(), filepath.Join(tmp, "a"), Options{}); CodeOf(err) != CodeExists {
 		t.Fatalf("starting over in the device's own directory: %v", err)
@@ -143,6 +117,10 @@ func startOverStory(t *testing.T, on Options, raw hub.Store) {
 	}
 	cp := res.Copies[0].To
 	checkStartOverCopy(t, n, cp, milk, eggs, bread)
+	// The copy is private: people are invited again (§13.2).
+	if ms, err := n.Members(cp); err != nil || len(ms) != 1 || ms[0].User != n.UserID() || ms[0].Role != RoleOwner {
+		t.Fatalf("members of the copy: %+v %v", ms, err)
+	}
 
 	// The copy is published: another device of the new identity finds it.
 	syncT(t, n)
