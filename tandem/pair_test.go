@@ -97,6 +97,11 @@ func TestPairingMemhub(t *testing.T) {
 	c, _ := a.NewCollection("Groceries")
 	milk, _ := a.NewRecord(c, map[string][]byte{"title": []byte("Milk")})
 	syncT(t, a)
+	// Jesper is also a member of Aimee's House.
+	aimee := openT(t, filepath.Join(t.TempDir(), "aimee"), Options{Name: "Aimee", Store: memStore(srv)})
+	defer aimee.Close()
+	house, _ := aimee.NewCollection("House")
+	shareWith(t, aimee, a, house, "Jesper")
 
 	b, tag := pairT(t, a, filepath.Join(t.TempDir(), "b"), Options{Name: "Jesper's tablet", Store: memStore(srv)})
 	defer b.Close()
@@ -106,6 +111,10 @@ func TestPairingMemhub(t *testing.T) {
 	syncT(t, b)
 	if r, err := b.Record(c, milk); err != nil || r.Get("title") != "Milk" {
 		t.Fatalf("the list on the new device: %v %+v", err, r)
+	}
+	// Every active membership is followed (§6.3 step 5), others' too.
+	if st, err := b.CollectionState(house); err != nil || st != StateFollowing || b.Membership(house) != MembershipActive {
+		t.Fatalf("Aimee's House on the new device: %v %v %v", st, b.Membership(house), err)
 	}
 	// Both sides removed the pairing messages: only the sync data is left.
 	if n := pairMsgsOn(t, srv.Open(), tag); n != 0 {
