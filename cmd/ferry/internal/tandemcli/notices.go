@@ -26,7 +26,7 @@ func notices(d *tandem.Device, dir string) map[string]string {
 			out["request "+r.ID] = msg
 		}
 		for _, m := range d.PendingLeaves(l.id) {
-			out["left "+l.ID+" "+m.User.String()] = fmt.Sprintf("%s left %s.", m.Name, l.Name)
+			out["left "+l.ID+" "+m.User.String()] = fmt.Sprintf("%s left %s. (ferry remove %s %q confirms it)", m.Name, l.Name, short(l.ID), m.Name)
 		}
 		switch {
 		case l.Removed:

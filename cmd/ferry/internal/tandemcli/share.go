@@ -486,7 +486,7 @@ func printMembers(w io.Writer, o membersOut) {
 		}
 		fmt.Fprintf(w, "  %-20s %s%s\n", m.Name, m.Role, you)
 		if m.Left {
-			fmt.Fprintf(w, "    %s left %s.\n", m.Name, o.List.Name)
+			fmt.Fprintf(w, "    %s left %s. (ferry remove %s %q confirms it)\n", m.Name, o.List.Name, short(o.List.ID), m.Name)
 		}
 	}
 	for _, i := range o.Invites {

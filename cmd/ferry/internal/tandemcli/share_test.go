@@ -308,7 +308,11 @@ func TestSharingDovecot(t *testing.T) {
 
 	b.ok("leave", "House", "--yes")
 	a1.ok("sync")
-	if out := a1.ok("members", "House"); !strings.Contains(out, "Jesper left House.") {
+	if out := a1.ok("members", "House"); !strings.Contains(out, "Jesper left House. (ferry remove") {
 		t.Errorf("members after Jesper left:\n%s", out)
+	}
+	a1.ok("remove", "House", "Jesper", "--yes") // the owner confirms
+	if out := a1.ok("members", "House"); strings.Contains(out, "Jesper") {
+		t.Errorf("members after confirming Jesper's leave:\n%s", out)
 	}
 }
