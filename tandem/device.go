@@ -40,11 +40,26 @@ type Options struct {
 	Store func(ctx context.Context) (hub.Store, error)
 	// Logger receives the device's log records; nil means slog.Default().
 	Logger *slog.Logger
+	// Budget bounds how fast the device logs in to its hub and appends
+	// messages, across every connection it makes, so that no loop can trip
+	// a provider's limits (docs/hub-providers.md). nil means
+	// DefaultBudget().
+	Budget *hub.RateBudget
 	// HoldFor is how long items waiting for a missing roster statement or
 	// inventory are kept (§9.4); zero means 30 days. Then they are evicted
 	// locally and read from the hub again later; their hub messages are
 	// never destroyed because of it.
 	HoldFor time.Duration
+}
+
+// DefaultBudget is a device's default hub budget: the bindings' login rate
+// (10 at once, then one a minute) and 20,000 appended messages at once,
+// then 20,000 an hour — enough to publish a collection of 10,000 records
+// and rotate it, while a publish retried in a loop still stops at a rate
+// no provider minds. docs/decisions/tandem-device-budget.md.
+func DefaultBudget() *hub.RateBudget {
+	logins, _ := hub.DefaultRates()
+	return hub.NewRateBudget(logins, hub.Rate{N: 20_000, Per: time.Hour})
 }
 
 // Device is one installation of a Tandem user (§5.3): the user's identity,
@@ -59,6 +74,8 @@ type Device struct {
 	us   [32]byte
 	opts Options
 	log  *slog.Logger
+
+	budget *hub.RateBudget
 
 	mu        sync.Mutex
 	eng       *client.Device
@@ -111,6 +128,7 @@ func open(ctx context.Context, dir string, opts Options, install *[32]byte) (*De
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	d.budget = budgetOf(opts)
 	if err := d.load(ctx, install); err != nil {
 		d.release()
 		return nil, err
@@ -417,4 +435,12 @@ func beUint64(b []byte) uint64 {
 		v = v<<8 | uint64(x)
 	}
 	return v
+}
+
+// budgetOf is the budget an Options asks for, or a default one.
+func budgetOf(o Options) *hub.RateBudget {
+	if o.Budget != nil {
+		return o.Budget
+	}
+	return DefaultBudget()
 }

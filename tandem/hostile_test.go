@@ -213,7 +213,7 @@ func TestHostileSharingMemhub(t *testing.T) {
 
 func TestHostileSharingDovecot(t *testing.T) {
 	h := dovecotHub(t, "felix")
-	raw, err := h.open(t.Context())
+	raw, err := h.open(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

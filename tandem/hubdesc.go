@@ -160,15 +160,16 @@ func ParseHub(b []byte) (Hub, error) {
 // reported as offline in seconds, not minutes.
 const dialTimeout = 10 * time.Second
 
-// open connects to the hub h describes.
-func (h Hub) open(ctx context.Context) (hub.Store, error) {
+// open connects to the hub h describes, drawing logins and appends from
+// budget (shared by every connection of the device).
+func (h Hub) open(ctx context.Context, budget *hub.RateBudget) (hub.Store, error) {
 	switch h.kind {
 	case "jmap":
 		var rt http.RoundTripper = &http.Transport{
 			Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext,
 			TLSHandshakeTimeout: dialTimeout,
 		}
-		cfg := jmaphub.Config{SessionURL: h.session, HTTPClient: &http.Client{Transport: rt}}
+		cfg := jmaphub.Config{SessionURL: h.session, HTTPClient: &http.Client{Transport: rt}, Budget: budget}
 		if h.user != "" {
 			cfg.Username, cfg.Password = h.user, h.password
 		} else if h.token != "" {
@@ -176,12 +177,12 @@ func (h Hub) open(ctx context.Context) (hub.Store, error) {
 		}
 		return jmaphub.Open(ctx, cfg)
 	case "imap":
-		if h.security == "starttls" {
-			return nil, newErr(CodeInvalid, nil, "STARTTLS is not supported yet: use implicit TLS on port 993")
-		}
-		cfg := imaphub.Config{Addr: net.JoinHostPort(h.host, strconv.Itoa(h.port)), User: h.user, Password: h.password}
-		if h.security == "tls" {
-			cfg.TLS = &tls.Config{ServerName: h.host}
+		cfg := imaphub.Config{Addr: net.JoinHostPort(h.host, strconv.Itoa(h.port)), User: h.user, Password: h.password, Budget: budget}
+		switch h.security {
+		case "tls":
+			cfg.Security, cfg.TLS = imaphub.ImplicitTLS, &tls.Config{ServerName: h.host}
+		case "starttls":
+			cfg.Security, cfg.TLS = imaphub.StartTLS, &tls.Config{ServerName: h.host}
 		}
 		cfg.Dialer = (&net.Dialer{Timeout: dialTimeout}).DialContext
 		return imaphub.Open(ctx, cfg)

@@ -42,7 +42,9 @@ type PairingOffer struct {
 	next sync.Mutex // serializes Next (and the channel reads)
 	mu   sync.Mutex // guards what follows
 	reqs map[[32]byte]*PairingRequest
-	// queue holds answered requests Next has not returned yet.
+	// unposted holds requests whose challenge is not on the hub yet;
+	// queue, answered requests Next has not returned yet.
+	unposted   []*PairingRequest
 	queue      []*PairingRequest
 	approved   *PairingRequest
 	reply      hub.ID // the approved reply's message
@@ -57,6 +59,7 @@ type PairingRequest struct {
 	o         *PairingOffer
 	name      string
 	ek        [32]byte
+	n         [16]byte // the challenge's nonce
 	code      string
 	challenge hub.ID // the message of its challenge
 	declined  bool   // guarded by o.mu
@@ -118,12 +121,8 @@ func (o *PairingOffer) Next(ctx context.Context) (*PairingRequest, error) {
 	o.mu.Unlock()
 	var got *PairingRequest
 	err := o.ch.wait(ctx, o.exp, func(msgs []pairMsg) (bool, error) {
-		for _, m := range msgs {
-			if m.kind == pairRequest {
-				if err := o.answer(ctx, m); err != nil {
-					return false, err
-				}
-			}
+		if err := o.take(ctx, msgs); err != nil {
+			return false, err
 		}
 		var err error
 		got, err = o.pop()
@@ -142,6 +141,23 @@ func (o *PairingOffer) Next(ctx context.Context) (*PairingRequest, error) {
 		return nil, err
 	}
 	return got, nil
+}
+
+// take answers the requests among msgs.
+func (o *PairingOffer) take(ctx context.Context, msgs []pairMsg) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.usable(); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if m.kind == pairRequest {
+			if err := o.answer(m); err != nil {
+				return err
+			}
+		}
+	}
+	return o.flush(ctx)
 }
 
 // pop returns the first request Next has not returned yet, or the error
@@ -173,11 +189,10 @@ func (o *PairingOffer) usable() error {
 	return nil
 }
 
-// answer posts the challenge for a request not seen before, if the offer
-// has answers left (§6.3 step 2: at most three per QR code).
-func (o *PairingOffer) answer(ctx context.Context, m pairMsg) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// answer takes a request not seen before, if the offer has answers left
+// (§6.3 step 2: at most three per QR code), and prepares its challenge.
+// o.mu is held.
+func (o *PairingOffer) answer(m pairMsg) error {
 	if _, dup := o.reqs[m.ek]; dup {
 		return nil // the same key asked again: it has its challenge
 	}
@@ -185,19 +200,37 @@ func (o *PairingOffer) answer(ctx context.Context, m pairMsg) error {
 		o.ch.log.Warn("tandem: pairing request beyond the third for this code; not answered", "name", m.name)
 		return nil
 	}
-	var n [16]byte
-	if _, err := rand.Read(n[:]); err != nil {
+	r := &PairingRequest{o: o, name: m.name, ek: m.ek}
+	if _, err := rand.Read(r.n[:]); err != nil {
 		return newErr(CodeInternal, err, "no randomness for a pairing challenge")
 	}
-	c := pairMsg{kind: pairChallenge, ek: m.ek, n: n}
-	copy(c.sig[:], ed25519.Sign(o.id.SignKey, suite.PairChallengeSigInput(o.ch.p.Secret, m.ek, n)))
-	id, err := o.ch.post(ctx, c)
-	if err != nil {
-		return err
-	}
-	r := &PairingRequest{o: o, name: m.name, ek: m.ek, code: suite.PairCode(o.ch.p.Secret, m.ek, n), challenge: id}
+	r.code = suite.PairCode(o.ch.p.Secret, m.ek, r.n)
 	o.reqs[m.ek] = r
-	o.queue = append(o.queue, r)
+	o.unposted = append(o.unposted, r)
+	return nil
+}
+
+// flush posts the prepared challenges. One that fails stays prepared,
+// with the same nonce, and is posted again at the next read, so a retry
+// after a lost answer shows the same code. Only a refused credential is
+// returned. o.mu is held.
+func (o *PairingOffer) flush(ctx context.Context) error {
+	for len(o.unposted) > 0 {
+		r := o.unposted[0]
+		c := pairMsg{kind: pairChallenge, ek: r.ek, n: r.n}
+		copy(c.sig[:], ed25519.Sign(o.id.SignKey, suite.PairChallengeSigInput(o.ch.p.Secret, r.ek, r.n)))
+		id, err := o.ch.post(ctx, c)
+		switch {
+		case CodeOf(err) == CodeAuth || CodeOf(err) == CodeInternal:
+			return err
+		case err != nil:
+			o.ch.log.Info("tandem: posting a pairing challenge failed; trying again", "err", err)
+			return nil
+		}
+		r.challenge = id
+		o.unposted = o.unposted[1:]
+		o.queue = append(o.queue, r)
+	}
 	return nil
 }
 

@@ -83,7 +83,7 @@ func (d *Device) connect(ctx context.Context) (hub.Store, error) {
 	case h.IsZero():
 		return nil, newErr(CodeNoHub, nil, "no sync hub is connected yet: connect one first")
 	default:
-		s, err = h.open(ctx)
+		s, err = h.open(ctx, d.budget)
 	}
 	if err != nil {
 		return nil, err

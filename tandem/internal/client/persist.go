@@ -69,6 +69,9 @@ type Source interface {
 	// Writes lists the kept writes of one scope (home, or a collection):
 	// their stored bytes (record.AppendStored) and write IDs.
 	Writes(ctx context.Context, scope [16]byte, fn func(stored []byte, id [32]byte) error) error
+	// OtherWrites lists, in one pass, the kept writes of every scope but
+	// the one given, with their scope.
+	OtherWrites(ctx context.Context, not [16]byte, fn func(scope [16]byte, stored []byte, id [32]byte) error) error
 	Statements(ctx context.Context, fn func(SavedStatement) error) error
 	Fragments(ctx context.Context, fn func(SavedFragment) error) error
 	Msgs(ctx context.Context, fn func(SavedMsg) error) error
@@ -121,10 +124,8 @@ func (d *Device) Restore(ctx context.Context, src Source) error {
 	if err != nil {
 		return fmt.Errorf("tandem/client: restore fragments: %w", err)
 	}
-	for id, coll := range d.colls {
-		if err := d.restoreWrites(ctx, src, coll.state, [16]byte(id)); err != nil {
-			return err
-		}
+	if err := d.restoreOtherWrites(ctx, src); err != nil {
+		return err
 	}
 	if err := d.restoreIndex(ctx, src); err != nil {
 		return err
@@ -138,6 +139,61 @@ func (d *Device) Restore(ctx context.Context, src Source) error {
 	}
 	d.cursor = cur
 	d.delta = Delta{}
+	return nil
+}
+
+// storedRow is one stored write on its way into a state.
+type storedRow struct {
+	scope [16]byte
+	b     []byte
+	id    [32]byte
+}
+
+// restoreOtherWrites loads every collection's writes: the database is read
+// on this goroutine while a second one, which ends before this returns,
+// rebuilds the states, so reading and merging overlap. d.mu is held.
+func (d *Device) restoreOtherWrites(ctx context.Context, src Source) error {
+	batches := make(chan []storedRow, 8)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for batch := range batches {
+			for _, r := range batch {
+				if err != nil {
+					break
+				}
+				coll := d.colls[CollectionID(r.scope)]
+				if coll == nil {
+					continue // a collection no longer followed
+				}
+				var w *record.Write
+				if w, err = coll.state.Validator().Reload(r.b, r.id); err == nil {
+					coll.state.Add(w)
+				}
+			}
+		}
+		done <- err
+	}()
+	batch := make([]storedRow, 0, 1024)
+	err := src.OtherWrites(ctx, d.id.HomeScope, func(scope [16]byte, b []byte, id [32]byte) error {
+		batch = append(batch, storedRow{scope, b, id})
+		if len(batch) == cap(batch) {
+			batches <- batch
+			batch = make([]storedRow, 0, 1024)
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		batches <- batch
+	}
+	close(batches)
+	werr := <-done
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("tandem/client: restore writes: %w", err)
+	}
 	return nil
 }
 

@@ -279,6 +279,16 @@ func (d *Device) healAfterPull(ctx context.Context, s hub.Store, rep *SyncReport
 // that a channel followed later can still be read from the hub. d.mu is
 // held.
 func (d *Device) index(ch hub.Changes) {
+	if ch.Reset {
+		// The cursor did not count this folder (another server, account or
+		// folder, or a new validity): every id known before is void. Read
+		// the folder from nothing; merging what is read again is idempotent.
+		for id := range d.msgs {
+			d.forget(id)
+		}
+		d.order = nil
+		ch.Removed = nil
+	}
 	listed := make(map[hub.ID]bool, len(ch.Added))
 	for _, a := range ch.Added {
 		listed[a.ID] = true

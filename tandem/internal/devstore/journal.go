@@ -180,6 +180,19 @@ func (r *source) Writes(ctx context.Context, scope [16]byte, fn func([]byte, [32
 	})
 }
 
+func (r *source) OtherWrites(ctx context.Context, not [16]byte, fn func([16]byte, []byte, [32]byte) error) error {
+	return r.each(ctx, "SELECT scope, wid, stored FROM writes NOT INDEXED WHERE scope != ?", []any{not[:]}, func(rows *sql.Rows) error {
+		var scope, id, b []byte
+		if err := rows.Scan(&scope, &id, &b); err != nil {
+			return err
+		}
+		if len(id) != 32 || len(scope) != 16 {
+			return fmt.Errorf("devstore: malformed write row")
+		}
+		return fn([16]byte(scope), b, [32]byte(id))
+	})
+}
+
 func (r *source) Statements(ctx context.Context, fn func(client.SavedStatement) error) error {
 	return r.each(ctx, "SELECT coll, origin, payload FROM statements ORDER BY seq", nil, func(rows *sql.Rows) error {
 		var c, o, p []byte
