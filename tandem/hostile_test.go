@@ -227,3 +227,52 @@ func TestHostileSharingCyrus(t *testing.T) {
 }
 
 var _ = strings.Cut
+
+// A join request replayed after the joiner was removed is not taken again:
+// the invite is closed for good once anyone it admitted was removed
+// (§11.1, §11.3).
+func TestReplayedJoinAfterRemoval(t *testing.T) {
+	srv := memhubServer(t)
+	raw := srv.Open()
+	h := newHostile(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} }, raw)
+	link, _, inv := h.invite(InviteOptions{Link: true})
+	ben := h.device("ben")
+	if _, err := ben.Join(t.Context(), link.Payload, "Ben"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, ben)
+	// The hostile participant keeps a copy of Ben's request.
+	ch, err := raw.Changes(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []hub.ID
+	for _, a := range ch.Added {
+		if a.Channel == inv.Tag {
+			ids = append(ids, a.ID)
+		}
+	}
+	bodies, err := raw.Fetch(t.Context(), ids)
+	if err != nil || len(bodies) != 1 {
+		t.Fatalf("capturing the request: %v, %d", err, len(bodies))
+	}
+	syncT(t, h.owner)
+	reqs := h.owner.Requests(h.c)
+	if len(reqs) != 1 {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if err := h.owner.Approve(t.Context(), reqs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, ben)
+	if err := h.owner.RemoveMember(t.Context(), h.c, ben.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Append(t.Context(), inv.Tag, bodies[0].Envelope); err != nil {
+		t.Fatal(err)
+	}
+	rep := syncT(t, h.owner)
+	if h.members() != 1 || len(h.owner.Requests(h.c)) != 0 || rep.Rejected == 0 {
+		t.Fatalf("the replayed request: %+v, %d members, %d requests", rep, h.members(), len(h.owner.Requests(h.c)))
+	}
+}
