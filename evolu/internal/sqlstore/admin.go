@@ -62,7 +62,7 @@ func (s *Store) DeleteOwner(ctx context.Context, owner protocol.OwnerID) (bool, 
 	if err := tx.QueryRowContext(ctx, s.rebind(`select stored_bytes > 0 or write_key is not null from evolu_owner where owner = ?`), owner[:]).Scan(&existed); err != nil {
 		return false, fmt.Errorf("sqlstore: delete owner: %w", err)
 	}
-	for _, q := range []string{`delete from evolu_ts where owner = ?`, `delete from evolu_change where owner = ?`,
+	for _, q := range []string{`delete from evolu_change where owner = ?`,
 		`delete from evolu_block where owner = ?`, `delete from evolu_block_rows where owner = ?`,
 		`update evolu_owner set stored_bytes = 0, write_key = null where owner = ?`} {
 		if _, err := tx.ExecContext(ctx, s.rebind(q), owner[:]); err != nil {

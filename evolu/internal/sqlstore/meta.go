@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
 // Kind is what a database is for; it is stamped into the file (SQLite's
@@ -133,29 +135,106 @@ func tableNames(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 }
 
 // migrate brings a database of an earlier build up to the schema: the
-// owner's generation column (docs/decisions/evolu-shared-database.md).
+// owner's generation column (docs/decisions/evolu-shared-database.md), and
+// the fingerprints moved from evolu_ts into evolu_change
+// (docs/decisions/evolu-block-row-cache.md).
 func migrate(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `select name from pragma_table_info('evolu_owner')`)
-	if err != nil {
-		return fmt.Errorf("sqlstore: migrate: %w", err)
+	if err := migrateTimestamps(ctx, db); err != nil {
+		return err
 	}
-	has := false
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return fmt.Errorf("sqlstore: migrate: %w", err)
-		}
-		has = has || n == "gen"
-	}
-	rows.Close()
-	if has {
-		return nil
+	has, err := hasColumn(ctx, db, "evolu_owner", "gen")
+	if err != nil || has {
+		return err
 	}
 	if _, err := db.ExecContext(ctx, `alter table evolu_owner add column gen integer not null default 0`); err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return nil
+}
+
+func hasColumn(ctx context.Context, db *sql.DB, table, column string) (bool, error) {
+	rows, err := db.QueryContext(ctx, `select name from pragma_table_info(?)`, table)
+	if err != nil {
+		return false, fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	defer rows.Close()
+	has := false
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return false, fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+		has = has || n == column
+	}
+	return has, rows.Err()
+}
+
+// migrateTimestamps moves the fingerprints of a database of an earlier
+// build from evolu_ts into evolu_change.fp and drops evolu_ts, in one
+// transaction.
+func migrateTimestamps(ctx context.Context, db *sql.DB) error {
+	tables, err := tableNames(ctx, db)
+	if err != nil || !tables["evolu_ts"] {
+		return err
+	}
+	hasFP, err := hasColumn(ctx, db, "evolu_change", "fp")
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	steps := []string{
+		`update evolu_change set fp = (select s.fp from evolu_ts s where s.owner = evolu_change.owner and s.t = evolu_change.t)
+			where exists (select 1 from evolu_ts s where s.owner = evolu_change.owner and s.t = evolu_change.t)`,
+		`drop table evolu_ts`,
+	}
+	if !hasFP {
+		steps = append([]string{`alter table evolu_change add column fp blob not null default x''`}, steps...)
+	}
+	for _, q := range steps {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+	}
+	if err := fillFingerprints(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}
+
+// fillFingerprints computes the fingerprints evolu_ts did not have.
+func fillFingerprints(ctx context.Context, tx *sql.Tx) error {
+	for {
+		rows, err := tx.QueryContext(ctx, `select owner, t from evolu_change where length(fp) != 12 limit 1000`)
+		if err != nil {
+			return fmt.Errorf("sqlstore: migrate: %w", err)
+		}
+		var keys [][2][]byte
+		for rows.Next() {
+			var o, t []byte
+			if err := rows.Scan(&o, &t); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlstore: migrate: %w", err)
+			}
+			keys = append(keys, [2][]byte{o, t})
+		}
+		rows.Close()
+		if len(keys) == 0 {
+			return nil
+		}
+		for _, k := range keys {
+			fp := protocol.TimestampFingerprint(protocol.TimestampBytes(k[1]))
+			if _, err := tx.ExecContext(ctx, `update evolu_change set fp = ? where owner = ? and t = ?`, fp[:], k[0], k[1]); err != nil {
+				return fmt.Errorf("sqlstore: migrate: %w", err)
+			}
+		}
+	}
 }
 
 // setClean records whether the database was closed cleanly by its

@@ -13,14 +13,12 @@ import (
 // pgSchema is schema in Postgres. evolu_broadcast carries broadcasts
 // between the relay processes of one database (package relay).
 const pgSchema = `
-create table if not exists evolu_ts (
-  owner bytea not null, t bytea not null, fp bytea not null, primary key (owner, t));
 create table if not exists evolu_block (
   owner bytea not null, start bytea not null, n integer not null, fp bytea not null, primary key (owner, start));
 create table if not exists evolu_block_rows (
   owner bytea not null, start bytea not null, rows bytea not null, primary key (owner, start));
 create table if not exists evolu_change (
-  owner bytea not null, t bytea not null, change bytea not null, primary key (owner, t));
+  owner bytea not null, t bytea not null, fp bytea not null, change bytea not null, primary key (owner, t));
 create table if not exists evolu_owner (
   owner bytea primary key, write_key bytea, stored_bytes bigint not null default 0,
   gen bigint not null default 0);

@@ -198,9 +198,9 @@ func (s *Store) nextTimestamps(ctx context.Context, owner protocol.OwnerID, from
 		return ts, nil
 	}
 	if incl {
-		return s.readTimestamps(ctx, `select t from evolu_ts where owner = ? and t >= ? order by t limit ?`, owner[:], from[:], n)
+		return s.readTimestamps(ctx, `select t from evolu_change where owner = ? and t >= ? order by t limit ?`, owner[:], from[:], n)
 	}
-	return s.readTimestamps(ctx, `select t from evolu_ts where owner = ? and t > ? order by t limit ?`, owner[:], from[:], n)
+	return s.readTimestamps(ctx, `select t from evolu_change where owner = ? and t > ? order by t limit ?`, owner[:], from[:], n)
 }
 
 // cachedTimestamps is nextTimestamps from the cached rows of consecutive

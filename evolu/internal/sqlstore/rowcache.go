@@ -99,7 +99,7 @@ func (c *rowCache) drop(owner protocol.OwnerID, starts []protocol.TimestampBytes
 
 // blockRows returns the rows of block k of x (x.mu held): from the cache,
 // else from the block's packed rows (evolu_block_rows, one value), else
-// (a database written before that table) from evolu_ts.
+// (a database written before that table) from evolu_change.
 func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerIndex, k int) (*blockRows, error) {
 	b := x.blocks[k]
 	key := blockKey{owner, b.start}
@@ -129,9 +129,9 @@ func (s *Store) blockRows(ctx context.Context, owner protocol.OwnerID, x *ownerI
 // errBlockRows is a block whose rows are not what the index says.
 var errBlockRows = errors.New("sqlstore: block rows")
 
-const blockRowsQuery = `select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`
+const blockRowsQuery = `select t, fp from evolu_change where owner = ? and t >= ? order by t limit ?`
 
-// queryBlockRows reads the rows of b from evolu_ts.
+// queryBlockRows reads the rows of b from evolu_change.
 func (s *Store) queryBlockRows(ctx context.Context, owner protocol.OwnerID, b block) (*blockRows, error) {
 	rows, err := s.query(ctx, blockRowsQuery, owner[:], b.start[:], b.n)
 	if err != nil {
@@ -207,7 +207,7 @@ func (r *blockRows) lowerBound(t protocol.TimestampBytes) int {
 // write transaction tx, after the new rows (ts, fps) were inserted. A block
 // whose rows all came from this write (its n timestamps from its start to
 // the next block's) is built from them, as pushes append whole blocks;
-// another is read from evolu_ts.
+// another is read from evolu_change.
 func (s *Store) touchedRows(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID, e *blockEditor, ts []protocol.TimestampBytes, fps []protocol.Fingerprint) (map[protocol.TimestampBytes]*blockRows, error) {
 	order := make([]int, len(ts))
 	for i := range order {

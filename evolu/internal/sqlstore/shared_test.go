@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"math/rand/v2"
@@ -197,5 +198,49 @@ func TestKindStamp(t *testing.T) {
 	o.Close()
 	if _, err := Open(ctx, other, Config{}, ""); !errors.Is(err, ErrWrongKind) {
 		t.Fatalf("another program's database: %v", err)
+	}
+}
+
+// TestMigrateEarlierSchema: a relay database of an earlier build (no
+// stamp, fingerprints in evolu_ts, no owner generation, no block index) is
+// migrated and its index rebuilt on open; one change whose evolu_ts row was
+// missing gets its fingerprint computed.
+func TestMigrateEarlierSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `
+create table evolu_ts (owner blob not null, t blob not null, fp blob not null, primary key (owner, t)) without rowid;
+create table evolu_block (owner blob not null, start blob not null, n integer not null, fp blob not null, primary key (owner, start)) without rowid;
+create table evolu_change (owner blob not null, t blob not null, change blob not null, primary key (owner, t)) without rowid;
+create table evolu_owner (owner blob primary key, write_key blob, stored_bytes integer not null default 0) without rowid;`); err != nil {
+		t.Fatal(err)
+	}
+	owner := protocol.OwnerID{8}
+	mem := protocol.NewMemoryStorage()
+	msgs := randomBatch(rand.New(rand.NewPCG(8, 8)), 700)
+	mem.WriteMessages(ctx, owner, msgs)
+	for i, m := range msgs {
+		ts := m.Timestamp.Bytes()
+		fp := protocol.TimestampFingerprint(ts)
+		if _, err := db.ExecContext(ctx, `insert or ignore into evolu_change values (?, ?, ?)`, owner[:], ts[:], m.Change); err != nil {
+			t.Fatal(err)
+		}
+		if i != 5 { // one change without its evolu_ts row
+			db.ExecContext(ctx, `insert or ignore into evolu_ts values (?, ?, ?)`, owner[:], ts[:], fp[:])
+		}
+	}
+	db.Close()
+	s := mustOpen(t, path, Config{Exclusive: true})
+	compare(t, ctx, rand.New(rand.NewPCG(2, 2)), s, mem, owner)
+	var tables int
+	if err := s.DB().QueryRowContext(ctx, `select count(*) from sqlite_schema where name = 'evolu_ts'`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("evolu_ts still there: %d %v", tables, err)
+	}
+	if err := s.WriteMessages(ctx, owner, randomBatch(rand.New(rand.NewPCG(9, 1)), 50)); err != nil {
+		t.Fatalf("write after migration: %v", err)
 	}
 }

@@ -53,9 +53,6 @@ const maxConns = 4
 const chunk = 512
 
 const schema = `
-create table if not exists evolu_ts (
-  owner blob not null, t blob not null, fp blob not null,
-  primary key (owner, t)) without rowid;
 create table if not exists evolu_block (
   owner blob not null, start blob not null, n integer not null, fp blob not null,
   primary key (owner, start)) without rowid;
@@ -63,7 +60,7 @@ create table if not exists evolu_block_rows (
   owner blob not null, start blob not null, rows blob not null,
   primary key (owner, start)) without rowid;
 create table if not exists evolu_change (
-  owner blob not null, t blob not null, change blob not null,
+  owner blob not null, t blob not null, fp blob not null, change blob not null,
   primary key (owner, t)) without rowid;
 create table if not exists evolu_owner (
   owner blob primary key, write_key blob, stored_bytes integer not null default 0,
@@ -489,7 +486,7 @@ func (s *Store) loadTx(ctx context.Context, q querier, owner protocol.OwnerID, x
 	x.max = protocol.TimestampBytes{}
 	if len(x.blocks) > 0 {
 		var raw []byte
-		if err := q.QueryRowContext(ctx, s.rebind(`select t from evolu_ts where owner = ? order by t desc limit 1`), owner[:]).Scan(&raw); err != nil {
+		if err := q.QueryRowContext(ctx, s.rebind(`select t from evolu_change where owner = ? order by t desc limit 1`), owner[:]).Scan(&raw); err != nil {
 			return fmt.Errorf("sqlstore: load index: %w", err)
 		}
 		copy(x.max[:], raw)

@@ -43,7 +43,7 @@ func (s *Store) Verify(ctx context.Context) ([]protocol.OwnerID, error) {
 }
 
 func (s *Store) allOwners(ctx context.Context) ([]protocol.OwnerID, error) {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`select distinct owner from evolu_ts union select distinct owner from evolu_block`))
+	rows, err := s.db.QueryContext(ctx, s.rebind(`select distinct owner from evolu_change union select distinct owner from evolu_block`))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: verify: %w", err)
 	}
@@ -68,7 +68,7 @@ func (s *Store) verifyOwner(ctx context.Context, owner protocol.OwnerID) (bool, 
 	if err := s.load(ctx, owner, &x); err != nil {
 		return false, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(`select t, fp from evolu_ts where owner = ? order by t`), owner[:])
+	rows, err := s.db.QueryContext(ctx, s.rebind(`select t, fp from evolu_change where owner = ? order by t`), owner[:])
 	if err != nil {
 		return false, fmt.Errorf("sqlstore: verify: %w", err)
 	}
@@ -167,9 +167,9 @@ func (s *Store) rebuildBlocks(ctx context.Context, tx *sql.Tx, owner protocol.Ow
 	const rebuildChunk = 64
 	var after []byte // greatest timestamp done; nil before the first
 	for {
-		q, args := `select t, fp from evolu_ts where owner = ? order by t limit ?`, []any{owner[:], rebuildChunk * maxBlock}
+		q, args := `select t, fp from evolu_change where owner = ? order by t limit ?`, []any{owner[:], rebuildChunk * maxBlock}
 		if after != nil {
-			q, args = `select t, fp from evolu_ts where owner = ? and t > ? order by t limit ?`, []any{owner[:], after, rebuildChunk * maxBlock}
+			q, args = `select t, fp from evolu_change where owner = ? and t > ? order by t limit ?`, []any{owner[:], after, rebuildChunk * maxBlock}
 		}
 		rows, err := tx.QueryContext(ctx, s.rebind(q), args...)
 		if err != nil {

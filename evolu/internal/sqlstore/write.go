@@ -134,14 +134,8 @@ func (s *Store) writeRows(ctx context.Context, tx *sql.Tx, owner protocol.OwnerI
 		ts[i] = m.Timestamp.Bytes()
 		fps[i] = protocol.TimestampFingerprint(ts[i])
 	}
-	err = s.insertRows(ctx, tx, "evolu_change (owner, t, change)", owner, 2, len(fresh), func(i int, args []any) []any {
-		return append(args, ts[i][:], fresh[i].Change)
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = s.insertRows(ctx, tx, "evolu_ts (owner, t, fp)", owner, 2, len(fresh), func(i int, args []any) []any {
-		return append(args, ts[i][:], fps[i][:])
+	err = s.insertRows(ctx, tx, "evolu_change (owner, t, fp, change)", owner, 3, len(fresh), func(i int, args []any) []any {
+		return append(args, ts[i][:], fps[i][:], fresh[i].Change)
 	})
 	if err != nil {
 		return nil, err
@@ -233,7 +227,7 @@ func (s *Store) existing(ctx context.Context, tx *sql.Tx, owner protocol.OwnerID
 			t := part[min(i, len(part)-1)].Timestamp.Bytes()
 			args = append(args, t[:])
 		}
-		q := "select t from evolu_ts where owner = ? and t in (?" + strings.Repeat(", ?", n-1) + ")"
+		q := "select t from evolu_change where owner = ? and t in (?" + strings.Repeat(", ?", n-1) + ")"
 		st, err := s.TxStmt(ctx, tx, q)
 		if err != nil {
 			return nil, err
@@ -379,7 +373,7 @@ func (e *blockEditor) splitOversized(ctx context.Context, s *Store, tx *sql.Tx, 
 }
 
 func (e *blockEditor) split(ctx context.Context, s *Store, tx *sql.Tx, owner protocol.OwnerID, b block) ([]block, error) {
-	rows, err := tx.QueryContext(ctx, s.rebind(`select t, fp from evolu_ts where owner = ? and t >= ? order by t limit ?`), owner[:], b.start[:], b.n)
+	rows, err := tx.QueryContext(ctx, s.rebind(`select t, fp from evolu_change where owner = ? and t >= ? order by t limit ?`), owner[:], b.start[:], b.n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: split: %w", err)
 	}
