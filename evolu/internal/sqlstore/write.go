@@ -278,6 +278,12 @@ func allAfter(x *ownerIndex, msgs []protocol.EncryptedMessage) bool {
 // bound once per statement as ?1, then cols values per row from row, in
 // statements of power-of-two row counts up to batch.
 func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, table string, owner protocol.OwnerID, cols, n int, row func(i int, args []any) []any) error {
+	return s.upsertRows(ctx, tx, table, "", owner, cols, n, row)
+}
+
+// upsertRows is insertRows with a suffix after the values (an on conflict
+// clause).
+func (s *Store) upsertRows(ctx context.Context, tx *sql.Tx, table, suffix string, owner protocol.OwnerID, cols, n int, row func(i int, args []any) []any) error {
 	for i := 0; i < n; {
 		k := batch
 		for k > n-i {
@@ -291,6 +297,7 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, table string, owner 
 			}
 			q.WriteString("(?1" + strings.Repeat(", ?", cols) + ")")
 		}
+		q.WriteString(suffix)
 		st, err := s.TxStmt(ctx, tx, q.String())
 		if err != nil {
 			return err
@@ -427,28 +434,25 @@ func (e *blockEditor) persist(ctx context.Context, s *Store, tx *sql.Tx, owner p
 			return fmt.Errorf("sqlstore: delete block rows: %w", err)
 		}
 	}
-	up, err := s.TxStmt(ctx, tx, `insert into evolu_block (owner, start, n, fp) values (?, ?, ?, ?)
-		on conflict (owner, start) do update set n = excluded.n, fp = excluded.fp`)
-	if err != nil {
-		return fmt.Errorf("sqlstore: prepare: %w", err)
-	}
-	defer up.Close()
-	upRows, err := s.TxStmt(ctx, tx, `insert into evolu_block_rows (owner, start, rows) values (?, ?, ?)
-		on conflict (owner, start) do update set rows = excluded.rows`)
-	if err != nil {
-		return fmt.Errorf("sqlstore: prepare: %w", err)
-	}
-	defer upRows.Close()
+	var touched []block
 	for _, b := range e.blocks {
-		if !e.touched[b.start] {
-			continue
+		if e.touched[b.start] {
+			touched = append(touched, b)
 		}
-		if _, err := up.ExecContext(ctx, owner[:], b.start[:], b.n, b.fp[:]); err != nil {
-			return fmt.Errorf("sqlstore: write block: %w", err)
-		}
-		if _, err := upRows.ExecContext(ctx, owner[:], b.start[:], rows[b.start].pack()); err != nil {
-			return fmt.Errorf("sqlstore: write block rows: %w", err)
-		}
+	}
+	err := s.upsertRows(ctx, tx, "evolu_block (owner, start, n, fp)", " on conflict (owner, start) do update set n = excluded.n, fp = excluded.fp",
+		owner, 3, len(touched), func(i int, args []any) []any {
+			return append(args, touched[i].start[:], touched[i].n, touched[i].fp[:])
+		})
+	if err != nil {
+		return fmt.Errorf("sqlstore: write blocks: %w", err)
+	}
+	err = s.upsertRows(ctx, tx, "evolu_block_rows (owner, start, rows)", " on conflict (owner, start) do update set rows = excluded.rows",
+		owner, 2, len(touched), func(i int, args []any) []any {
+			return append(args, touched[i].start[:], rows[touched[i].start].pack())
+		})
+	if err != nil {
+		return fmt.Errorf("sqlstore: write block rows: %w", err)
 	}
 	return nil
 }
