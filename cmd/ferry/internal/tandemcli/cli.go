@@ -54,6 +54,7 @@ func Register(root *cobra.Command, cfg Config) {
 	} {
 		root.AddCommand(c)
 	}
+	root.AddCommand(a.inFlightCmds()...)
 	root.AddCommand(a.manCmd(root), exitCodesTopic())
 }
 

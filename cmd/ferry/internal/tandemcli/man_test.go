@@ -14,7 +14,8 @@ var tandemPages = []string{"ferry-init.1", "ferry-restore.1", "ferry-connect.1",
 	"ferry-rename.1", "ferry-copy.1", "ferry-add.1", "ferry-set.1", "ferry-tag.1", "ferry-untag.1", "ferry-done.1",
 	"ferry-rm.1", "ferry-status.1", "ferry-sync.1", "ferry-share.1", "ferry-join.1", "ferry-requests.1", "ferry-approve.1",
 	"ferry-decline.1", "ferry-members.1", "ferry-leave.1", "ferry-device-add.1", "ferry-device-join.1",
-	"ferry-role.1", "ferry-remove.1", "ferry-delete.1", "ferry-start-over.1"}
+	"ferry-role.1", "ferry-remove.1", "ferry-delete.1", "ferry-start-over.1",
+	"ferry-finish.1", "ferry-discard.1", "ferry-new-key.1", "ferry-make-private.1"}
 
 // TestManPages: ferry man writes a page per command, and docs/man holds
 // the current ones (regenerate: go run ./cmd/ferry man docs/man).
@@ -54,7 +55,7 @@ func TestVersionAndCompletion(t *testing.T) {
 	}
 	out := d.ok("help")
 	for _, c := range []string{"init", "connect", "backup-key", "new", "lists", "show", "add", "set", "tag", "untag", "done", "rm", "rename", "copy", "status", "sync",
-		"share", "join", "requests", "approve", "decline", "members", "leave", "device", "role", "remove", "delete", "start-over"} {
+		"share", "join", "requests", "approve", "decline", "members", "leave", "device", "role", "remove", "delete", "start-over", "finish", "discard", "new-key", "make-private"} {
 		if !strings.Contains(out, "\n  "+c+" ") {
 			t.Errorf("ferry help does not list %s", c)
 		}

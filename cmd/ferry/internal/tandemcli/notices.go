@@ -28,6 +28,9 @@ func notices(d *tandem.Device, dir string) map[string]string {
 		for _, m := range d.PendingLeaves(l.id) {
 			out["left "+l.ID+" "+m.User.String()] = fmt.Sprintf("%s left %s. (ferry remove %s %q confirms it)", m.Name, l.Name, short(l.ID), m.Name)
 		}
+		if what, ok := d.ChangeInFlight(l.id); ok {
+			out["inflight "+l.ID+" "+what] = fmt.Sprintf("Another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s.", what, short(l.ID), short(l.ID))
+		}
 		switch {
 		case l.Removed:
 			out["removed "+l.ID] = fmt.Sprintf("%s is no longer shared with you.", l.Name)

@@ -91,6 +91,9 @@ func TestJSONSchemaSharing(t *testing.T) {
 	share.wait()
 
 	one(a1, memberSchema, "remove", "House", "Dan", "--yes")
+	changed := schema{"list": "string", "name": "string", "done": "string"}
+	one(a1, changed, "new-key", "House")
+	one(a1, changed, "make-private", "House", "--yes")
 	one(a1, schema{"list": listSchema, "from": "string", "conflicts_resolved": "number"}, "copy", "House")
 	one(a1, schema{"list": "string", "name": "string", "deleted": "bool"}, "delete", "House", "--yes")
 	so := one(a1, schema{"identity": identitySchema, "copies": []schema{{"from": "string", "to": "string", "name": "string", "records": "number"}},

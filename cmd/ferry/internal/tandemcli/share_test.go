@@ -235,6 +235,20 @@ func TestSharingDovecot(t *testing.T) {
 		t.Errorf("Jesper does not get the new key's writes:\n%s", out)
 	}
 
+	// A new key: Jesper still reads what comes after it.
+	if out := a1.ok("new-key", "House"); !strings.Contains(out, "House has a new key.") {
+		t.Fatalf("new-key: %s", out)
+	}
+	a1.ok("add", "House", "After the new key")
+	a1.ok("sync")
+	b.ok("sync")
+	if out := b.ok("show", "House"); !strings.Contains(out, "After the new key") {
+		t.Errorf("Jesper after the new key:\n%s", out)
+	}
+	wantErr(t, a1.run("finish", "House"), 1, "no change started on another device is waiting in House")
+	wantErr(t, a1.run("discard", "House", "--yes"), 1, "no change started on another device is waiting in House")
+	wantErr(t, b.run("new-key", "House"), 1, "only the list's owner")
+
 	// Dan is declined.
 	d := newDevice(t, "dan")
 	d.ok("init", "--name", "Dan")

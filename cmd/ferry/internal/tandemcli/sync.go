@@ -118,11 +118,12 @@ func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (
 }
 
 type statusList struct {
-	ID    string   `json:"id"`
-	Name  string   `json:"name"`
-	Names []string `json:"names"`
-	State string   `json:"state"`
-	Items int      `json:"items"`
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Names    []string `json:"names"`
+	State    string   `json:"state"`
+	Items    int      `json:"items"`
+	InFlight string   `json:"in_flight"` // a sharing change another device left unfinished
 }
 
 type statusOut struct {
@@ -206,7 +207,8 @@ func status(s *session) (statusOut, error) {
 		if l.Removed {
 			state = "removed"
 		}
-		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: state, Items: l.Items})
+		what, _ := s.dev.ChangeInFlight(l.id)
+		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: state, Items: l.Items, InFlight: what})
 	}
 	return out, nil
 }
@@ -261,6 +263,9 @@ func printStatus(c *cobra.Command, o statusOut) {
 	fmt.Fprintln(w)
 	for _, l := range o.Lists {
 		fmt.Fprintf(w, "  %-24s %-11s %d item(s)  %s\n", l.Name, l.State, l.Items, short(l.ID))
+		if l.InFlight != "" {
+			fmt.Fprintf(w, "    Another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s.\n", l.InFlight, short(l.ID), short(l.ID))
+		}
 		if l.State == "removed" {
 			fmt.Fprintf(w, "    %s is no longer shared with you.\n", l.Name)
 		}
