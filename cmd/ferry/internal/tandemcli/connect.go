@@ -123,8 +123,9 @@ func (a *app) connectIMAPCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "imap HOST[:PORT]",
 		Short: "Connect an IMAP account: host, user and (app) password",
-		Long: `Connect an IMAP account. PORT is 993 (implicit TLS) unless given; a server
-on this machine without TLS needs --security none.`,
+		Long: `Connect an IMAP account. PORT is 993 (implicit TLS) unless given; for
+STARTTLS give --security starttls and the port (usually 143); a server on
+this machine without TLS needs --security none.`,
 		Example: "  ferry connect imap imap.example.com --user me@example.com\n  ferry connect imap 127.0.0.1:1143 --user alice --security none --password-file pw.txt",
 		Args:    args(1, 1, "connect imap HOST[:PORT] --user USER"),
 		RunE: func(c *cobra.Command, as []string) error {
@@ -141,11 +142,11 @@ on this machine without TLS needs --security none.`,
 			if err := probeIMAP(c.Context(), p, f.timeout); err != nil {
 				return err
 			}
-			return a.saveHub(c, tandem.IMAPHub(p.host, p.port, p.user, p.password).WithSecurity(map[bool]string{true: "tls", false: "none"}[p.tls]))
+			return a.saveHub(c, tandem.IMAPHub(p.host, p.port, p.user, p.password).WithSecurity(f.security))
 		},
 	}
 	c.Flags().StringVar(&f.user, "user", "", "the account's user name (required)")
-	c.Flags().StringVar(&f.security, "security", "tls", "transport security: tls (implicit TLS) or none (only for a server on this machine)")
+	c.Flags().StringVar(&f.security, "security", "tls", "transport security: tls (implicit TLS), starttls, or none (only for a server on this machine)")
 	a.connectCommon(c, &f)
 	return c
 }
@@ -168,9 +169,12 @@ func imapAddress(arg string, f connectFlags) (imapProbe, error) {
 		p.tls = true
 	case "none":
 	case "starttls":
-		return p, failf("unsupported", "STARTTLS is not supported yet: use --security tls on the TLS port (993)")
+		p.starttls = true
+		if p.port == 993 {
+			return p, usagef("port 993 is implicit TLS: use --security tls there, starttls on port 143")
+		}
 	default:
-		return p, usagef("--security %q: use tls or none", f.security)
+		return p, usagef("--security %q: use tls, starttls or none", f.security)
 	}
 	if f.user == "" {
 		return p, usagef("give the account's user name: --user USER")
@@ -210,10 +214,7 @@ func (a *app) connectPasteCmd() *cobra.Command {
 					return err
 				}
 			case "imap":
-				if d.Security == "starttls" {
-					return failf("unsupported", "STARTTLS is not supported yet: the hub needs implicit TLS (993)")
-				}
-				p := imapProbe{host: d.Host, port: d.Port, tls: d.Security == "tls", user: d.User, password: d.Password}
+				p := imapProbe{host: d.Host, port: d.Port, tls: d.Security == "tls", starttls: d.Security == "starttls", user: d.User, password: d.Password}
 				if err := probeIMAP(c.Context(), p, f.timeout); err != nil {
 					return err
 				}

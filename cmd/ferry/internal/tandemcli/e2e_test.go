@@ -22,6 +22,8 @@ func setUpPair(t *testing.T) (a, b *device) {
 		t.Fatalf("init does not show the backup key with the §6.3 sentence:\n%s", out)
 	}
 	before := a.stored()
+	a.env = []string{"FERRY_PASSWORD=" + pass}
+	wantErr(t, a.run("connect", "imap", addr, "--user", user, "--security", "starttls"), 1, "the certificate of "+addr+" is not trusted") // Dovecot starts TLS with its own certificate
 	a.env = []string{"FERRY_PASSWORD=wrong"}
 	wantErr(t, a.run("connect", "imap", addr, "--user", user, "--security", "none"), 1, addr+" refused this user name and password: check them and connect again")
 	if a.stored() != before {

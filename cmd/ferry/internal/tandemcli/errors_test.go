@@ -1,6 +1,8 @@
 package tandemcli_test
 
 import (
+	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -77,8 +79,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"connect", "smtp"}, "", 2, `unknown way to connect "smtp"`},
 		{[]string{"connect", "imap", "127.0.0.1:99999", "--user", "x", "--password-file", pw}, "", 2, `port "99999" is out of range`},
 		{[]string{"connect", "imap", "127.0.0.1:143", "--password-file", pw, "--security", "none"}, "", 2, "give the account's user name: --user USER"},
-		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--security", "ssl", "--password-file", pw}, "", 2, `--security "ssl": use tls or none`},
-		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--security", "starttls", "--password-file", pw}, "", 1, "STARTTLS is not supported yet"},
+		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--security", "ssl", "--password-file", pw}, "", 2, `--security "ssl": use tls, starttls or none`},
+		{[]string{"connect", "imap", "127.0.0.1", "--user", "x", "--security", "starttls", "--password-file", pw}, "", 2, "port 993 is implicit TLS: use --security tls there"},
 		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--timeout", "0s", "--password-file", pw}, "", 2, "--timeout 0s is out of range: give 1s to 2m"},
 		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--timeout", "3m", "--password-file", pw}, "", 2, "out of range"},
 		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--security", "none"}, "", 2, "no password: pass --password-file FILE"},
@@ -243,6 +245,7 @@ func TestConnectErrors(t *testing.T) {
 	defer tlsSrv.Close()
 	tlsAddr := strings.TrimPrefix(tlsSrv.URL, "https://")
 	silent, closed := silentListener(t), closedPort(t)
+	starttls, nostarttls := fakeSTARTTLS(t, tlsSrv.TLS), fakeSTARTTLS(t, nil)
 	cases := []struct {
 		args []string
 		msg  string
@@ -259,6 +262,8 @@ func TestConnectErrors(t *testing.T) {
 		{[]string{"jmap", tlsSrv.URL}, "the certificate of " + tlsAddr + " is not trusted for that name: check the address"},
 		{[]string{"imap", tlsAddr, "--user", "x"}, "the certificate of " + tlsAddr + " is not trusted"},
 		{[]string{"imap", strings.TrimPrefix(html404.URL, "http://"), "--user", "x"}, "does not speak TLS"},
+		{[]string{"imap", starttls, "--user", "x", "--security", "starttls"}, "the certificate of " + starttls + " is not trusted"},
+		{[]string{"imap", nostarttls, "--user", "x", "--security", "starttls"}, nostarttls + " does not offer STARTTLS: use --security tls"},
 		{[]string{"jmap", "http://no-such-host.invalid"}, "no-such-host.invalid is not a host name Ferry can find: check the address"},
 	}
 	before := d.stored()
@@ -369,4 +374,37 @@ func TestJMAPToken(t *testing.T) {
 	if got, _ := auth.Load().(string); got != "Bearer fmu1-token" {
 		t.Errorf("Authorization %q, want Bearer fmu1-token", got)
 	}
+}
+
+// fakeSTARTTLS is an IMAP server that greets, accepts STARTTLS and then
+// does the TLS handshake with cfg's (self-signed) certificate; with a nil
+// cfg it refuses STARTTLS.
+func fakeSTARTTLS(t *testing.T, cfg *tls.Config) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				fmt.Fprint(c, "* OK [CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED] hi\r\n")
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				tag, _, _ := strings.Cut(line, " ")
+				if cfg == nil {
+					fmt.Fprintf(c, "%s BAD unknown command\r\n", tag)
+					return
+				}
+				fmt.Fprintf(c, "%s OK begin TLS\r\n", tag)
+				tls.Server(c, cfg).Handshake()
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

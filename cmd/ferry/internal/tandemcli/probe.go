@@ -133,7 +133,8 @@ func netErr(ctx context.Context, err error, addr string, timeout time.Duration, 
 type imapProbe struct {
 	host           string
 	port           int
-	tls            bool
+	tls            bool // implicit TLS
+	starttls       bool // STARTTLS after the greeting
 	user, password string
 }
 
@@ -157,7 +158,44 @@ func probeIMAP(ctx context.Context, p imapProbe, timeout time.Duration) error {
 		}
 		conn = tc
 	}
+	if p.starttls {
+		return imapStartTLS(ctx, conn, p, timeout)
+	}
 	return imapLogin(conn, p, timeout)
+}
+
+// imapStartTLS reads the greeting, upgrades the connection with STARTTLS
+// and logs in over TLS.
+func imapStartTLS(ctx context.Context, conn net.Conn, p imapProbe, timeout time.Duration) error {
+	r := bufio.NewReaderSize(conn, 4096)
+	greeting, err := readIMAPLine(r)
+	if err != nil {
+		return failf("offline", "%s sent no IMAP greeting within %s: is it an IMAP port?", p.addr(), timeout)
+	}
+	if !strings.HasPrefix(greeting, "* OK") {
+		return failf("offline", "%s is not an IMAP server that can start TLS: check the host and port", p.addr())
+	}
+	fmt.Fprintf(conn, "S0 STARTTLS\r\n")
+	for lines := 0; ; lines++ {
+		line, err := readIMAPLine(r)
+		if err != nil || lines > maxLoginLines {
+			return failf("offline", "%s stopped answering STARTTLS: try again", p.addr())
+		}
+		if strings.HasPrefix(line, "S0 OK") {
+			break
+		}
+		if strings.HasPrefix(line, "S0 ") {
+			return failf("tls", "%s does not offer STARTTLS: use --security tls on its TLS port (993)", p.addr())
+		}
+	}
+	if r.Buffered() > 0 {
+		return failf("tls", "%s sent data before the TLS handshake: do not use this server", p.addr())
+	}
+	tc := tls.Client(conn, &tls.Config{ServerName: p.host})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return netErr(ctx, err, p.addr(), timeout, "TLS")
+	}
+	return imapLoginAfterGreeting(tc, bufio.NewReaderSize(tc, 4096), p)
 }
 
 // imapLogin reads the greeting and logs in on an open connection, whose
@@ -183,6 +221,11 @@ func imapLogin(conn net.Conn, p imapProbe, timeout time.Duration) error {
 	case strings.Contains(strings.ToUpper(greeting), "LOGINDISABLED"):
 		return failf("tls", "%s accepts a password only over TLS: use --security tls and its TLS port (993)", p.addr())
 	}
+	return imapLoginAfterGreeting(conn, r, p)
+}
+
+// imapLoginAfterGreeting sends LOGIN and reads its answer.
+func imapLoginAfterGreeting(conn net.Conn, r *bufio.Reader, p imapProbe) error {
 	if strings.ContainsAny(p.user+p.password, "\r\n\x00") {
 		return usagef("the user name or password has a line break in it")
 	}
