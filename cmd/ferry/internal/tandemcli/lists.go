@@ -18,6 +18,7 @@ type listInfo struct {
 	Names   []string               `json:"names"` // every concurrent name
 	State   tandem.CollectionState `json:"state"`
 	Removed bool                   `json:"removed"` // the owner removed you: read-only (§13.2)
+	Role    tandem.Role            `json:"role"`    // yours: owner, writer, reader ("" while not listed)
 	Items   int                    `json:"items"`
 	id      tandem.CollectionID
 }
@@ -58,6 +59,7 @@ func oneList(d *tandem.Device, c tandem.CollectionID) (listInfo, error) {
 		return l, err
 	}
 	l.Removed = d.Removed(c)
+	l.Role = d.Role(c)
 	recs, err := d.Records(c)
 	if err != nil {
 		return l, err
@@ -190,6 +192,8 @@ func (a *app) listsCmd() *cobra.Command {
 				}
 				if l.Removed {
 					note += "  (" + l.Name + " is no longer shared with you.)"
+				} else if l.Role == tandem.RoleReader {
+					note += "  (read-only for you)"
 				}
 				fmt.Fprintf(w, "%s  %-24s %d item(s)%s\n", short(l.ID), l.Name, l.Items, note)
 			}

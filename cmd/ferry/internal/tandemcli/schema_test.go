@@ -75,7 +75,7 @@ func checkSchema(t *testing.T, where string, v any, s schema) {
 }
 
 var (
-	listSchema  = schema{"id": "string", "name": "string", "names": "array", "state": "string", "removed": "bool", "items": "number"}
+	listSchema  = schema{"id": "string", "name": "string", "names": "array", "state": "string", "removed": "bool", "role": "string", "items": "number"}
 	valueSchema = schema{"value": "string", "author": "string", "user": "string"}
 	fieldSchema = schema{"values": []schema{valueSchema}, "elements": "array", "conflict": "bool", "unsettleable": "bool"}
 	itemSchema  = schema{"id": "string", "title": "string", "done": "bool", "tags": "array", "conflict": "bool", "deleted": "bool",

@@ -211,6 +211,9 @@ func TestSharingDovecot(t *testing.T) {
 	if out := c.ok("show", "House"); !strings.Contains(out, "Paint the door  colour blue") {
 		t.Fatalf("Carol does not have House:\n%s", out)
 	}
+	if out := c.ok("lists"); !strings.Contains(out, "(read-only for you)") {
+		t.Errorf("Carol's lists:\n%s", out)
+	}
 	before := c.stored()
 	wantErr(t, c.run("add", "House", "Sweep"), 1, "you can read House but not change it")
 	if c.stored() != before {
