@@ -1,7 +1,6 @@
 package tandemcli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -282,14 +281,7 @@ func (a *app) saveHub(c *cobra.Command, h tandem.Hub) error {
 	if err := s.dev.SetHub(c.Context(), h); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), syncTimeout)
-	defer cancel()
-	var rep tandem.SyncReport
-	serr := a.withProgress(s, "First sync", func() (err error) {
-		rep, err = s.dev.Sync(ctx)
-		return err
-	})
-	s.saveState(serr)
+	rep, serr := a.syncOnce(c.Context(), s, syncTimeout)
 	if a.json {
 		out := map[string]any{"hub": h.String(), "kind": h.Kind(), "synced": serr == nil, "sync": reportJSON(rep)}
 		if err := emit(c.OutOrStdout(), out); err != nil {

@@ -106,6 +106,7 @@ func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (
 	if s.dev.Hub().IsZero() {
 		return tandem.SyncReport{}, failf("no_hub", "this device is not connected to a mail account yet: run ferry connect")
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var rep tandem.SyncReport
@@ -113,6 +114,12 @@ func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (
 		rep, err = s.dev.Sync(ctx)
 		return err
 	})
+	switch {
+	case err != nil && parent.Err() != nil: // Ctrl-C: not a sync failure
+		return rep, failf("interrupted", "stopped; what was already sent stays sent, and the next ferry sync goes on from there")
+	case err != nil && ctx.Err() != nil:
+		err = failf("offline", "the sync did not finish within %s: try again, or give a longer --timeout", timeout)
+	}
 	s.saveState(err)
 	return rep, err
 }

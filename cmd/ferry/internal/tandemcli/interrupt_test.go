@@ -1,0 +1,66 @@
+package tandemcli_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// hangingJMAP answers the first request with a session document, then
+// holds every later request open until the test ends.
+func hangingJMAP(t *testing.T) *httptest.Server {
+	var n atomic.Int32
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 1 {
+			select {
+			case <-stop:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"apiUrl":"http://%s/api","capabilities":{"urn:ietf:params:jmap:core":{},"urn:ietf:params:jmap:mail":{}},"accounts":{},"primaryAccounts":{},"username":"x","state":"1"}`, r.Host)
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return srv
+}
+
+// TestInterrupt: Ctrl-C during a sync that hangs stops at once with one
+// line, exit 1, and is not recorded as a failed sync.
+func TestInterrupt(t *testing.T) {
+	d := initialized(t)
+	d.env = []string{"FERRY_PASSWORD=x"}
+	srv := hangingJMAP(t)
+	for _, args := range [][]string{{"connect", "jmap", srv.URL, "--user", "x"}, {"sync"}} {
+		p := d.start(args...)
+		time.Sleep(time.Second)
+		start := time.Now()
+		p.cmd.Process.Signal(os.Interrupt)
+		err := p.cmd.Wait()
+		if code := p.cmd.ProcessState.ExitCode(); code != 1 || err == nil {
+			t.Errorf("%v after Ctrl-C: exit %d", args, code)
+		}
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("%v took %s to stop", args, el)
+		}
+		var stderr string
+		for s := range p.errOut {
+			stderr += s
+		}
+		if !strings.Contains(stderr, "ferry: stopped; what was already sent stays sent") {
+			t.Errorf("%v: stderr %q", args, stderr)
+		}
+		humanLine(t, stderr)
+	}
+	var st struct{ Connection, Hub string }
+	d.jsonOut(&st, "status")
+	if st.Connection != "never" || !strings.Contains(st.Hub, srv.URL) {
+		t.Errorf("status after interrupted syncs: %+v", st)
+	}
+}
