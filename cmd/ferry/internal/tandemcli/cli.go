@@ -55,6 +55,7 @@ func Register(root *cobra.Command, cfg Config) {
 		root.AddCommand(c)
 	}
 	root.AddCommand(a.inFlightCmds()...)
+	a.addCompletion(root.Commands())
 	root.AddCommand(a.manCmd(root), exitCodesTopic())
 }
 

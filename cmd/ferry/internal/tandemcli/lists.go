@@ -179,8 +179,17 @@ func (a *app) listsCmd() *cobra.Command {
 				return emit(c.OutOrStdout(), lists)
 			}
 			w := c.OutOrStdout()
-			if len(lists) == 0 {
+			var joining []membershipOut
+			for _, j := range readJoins(s.dir) {
+				if m := membership(s.dev, j); m.State == "waiting" || m.State == string(tandem.MembershipDeclined) {
+					joining = append(joining, m)
+				}
+			}
+			if len(lists) == 0 && len(joining) == 0 {
 				fmt.Fprintln(w, "No lists yet: ferry new NAME makes one.")
+			}
+			for _, m := range joining {
+				fmt.Fprintf(w, "        %-24s %s\n", m.Name, m.Message)
 			}
 			for _, l := range lists {
 				note := ""

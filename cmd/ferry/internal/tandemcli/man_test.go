@@ -64,3 +64,22 @@ func TestVersionAndCompletion(t *testing.T) {
 		t.Errorf("help exit-codes: %s", out)
 	}
 }
+
+// TestCompletion: the shell completes list names and item titles.
+func TestCompletion(t *testing.T) {
+	d := newDevice(t, "x")
+	d.ok("init", "--name", "Aimee")
+	d.ok("new", "Groceries")
+	d.ok("new", "Garden")
+	d.ok("add", "Groceries", "Milk")
+	d.ok("add", "Groceries", "Mint tea")
+	if out := d.ok("__complete", "show", "Gr"); !strings.HasPrefix(out, "Groceries\n:4\n") {
+		t.Errorf("lists: %q", out)
+	}
+	if out := d.ok("__complete", "show", "Groceries", "m"); !strings.HasPrefix(out, "Milk\nMint tea\n:4\n") {
+		t.Errorf("items: %q", out)
+	}
+	if out := d.ok("__complete", "share", "Groceries", ""); !strings.HasPrefix(out, ":4\n") {
+		t.Errorf("share takes one list: %q", out)
+	}
+}

@@ -167,6 +167,9 @@ func TestSharingDovecot(t *testing.T) {
 	watch.cmd.Process.Signal(os.Interrupt)
 	watch.line(`^Stopped\.$`)
 	watch.wait()
+	if out := b.ok("lists"); !strings.Contains(out, "House") || !strings.Contains(out, "Waiting for Aimee to approve.") {
+		t.Errorf("Jesper's lists while waiting:\n%s", out)
+	}
 	if out := a2.ok("requests"); !strings.Contains(out, "Jesper wants to join House as writer") {
 		t.Fatalf("requests: %s", out)
 	}
