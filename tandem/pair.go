@@ -221,7 +221,7 @@ func (o *PairingOffer) flush(ctx context.Context) error {
 		copy(c.sig[:], ed25519.Sign(o.id.SignKey, suite.PairChallengeSigInput(o.ch.p.Secret, r.ek, r.n)))
 		id, err := o.ch.post(ctx, c)
 		switch {
-		case CodeOf(err) == CodeAuth || CodeOf(err) == CodeInternal:
+		case err != nil && (CodeOf(err) == CodeAuth || CodeOf(err) == CodeInternal):
 			return err
 		case err != nil:
 			o.ch.log.Info("tandem: posting a pairing challenge failed; trying again", "err", err)
