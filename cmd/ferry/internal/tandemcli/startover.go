@@ -111,6 +111,8 @@ func (a *app) startOver(ctx context.Context, s *session) (startOverOut, *tandem.
 	if err := os.Rename(nw, filepath.Join(s.dir, deviceDir)); err != nil {
 		return out, nil, failf("storage", "cannot put the new device in place: %v (ferry finishes it at the next command)", pathErr(err))
 	}
+	// The old identity's requests to join are not the new one's.
+	os.Rename(filepath.Join(s.dir, joinsFile), filepath.Join(out.Old, joinsFile))
 	nd, err := tandem.Open(ctx, filepath.Join(s.dir, deviceDir), tandem.Options{Name: s.prof.Name, Logger: s.logger()})
 	if err != nil {
 		return out, nil, err
