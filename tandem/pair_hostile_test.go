@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -391,5 +393,52 @@ func testPairingReplacedRequest(t *testing.T, n pairNet) {
 	}
 	if code, err := real.Code(ctx); code != "" || CodeOf(err) != CodeExpired {
 		t.Fatalf("the real device without a challenge: %q, %v; want no code, CodeExpired", code, err)
+	}
+}
+
+// flakyStore fails the next appends while fail is above zero, as a hub
+// that cut the connection would.
+type flakyStore struct {
+	hub.Store
+	fail *atomic.Int32
+}
+
+func (f flakyStore) Append(ctx context.Context, channel string, env []byte) (hub.ID, error) {
+	if f.fail.Add(-1) >= 0 {
+		return "", fmt.Errorf("append: %w", hub.ErrUnavailable)
+	}
+	return f.Store.Append(ctx, channel, env)
+}
+
+// A challenge whose append fails is posted again at the next read, with
+// the same nonce: the new device shows the code the showing device shows,
+// and one challenge is on the hub.
+func TestPairingChallengeRetried(t *testing.T) {
+	srv := memhub.NewServer()
+	var fail atomic.Int32
+	flaky := func(context.Context) (hub.Store, error) { return flakyStore{srv.Open(), &fail}, nil }
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: flaky})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.AddDevice(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	j := pairJoinT(t, pairNet{on: Options{Store: memStore(srv)}, raw: srv.Open()}, filepath.Join(t.TempDir(), "b"), offer.Payload(), "tablet")
+	fail.Store(1)
+	req, err := offer.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fail.Load() >= 0 {
+		t.Fatal("the append never failed")
+	}
+	code, err := j.Code(ctx)
+	if err != nil || code != req.Code() {
+		t.Fatalf("code after a retried challenge: %q %v, offered %q", code, err, req.Code())
+	}
+	if c := newEavesdropper(t, srv.Open(), offer.Payload()).count(t, pairChallenge); c != 1 {
+		t.Fatalf("%d challenges on the hub, want 1", c)
 	}
 }
