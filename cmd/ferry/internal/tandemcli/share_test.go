@@ -336,3 +336,40 @@ func TestSharingDovecot(t *testing.T) {
 		t.Errorf("members after confirming Jesper's leave:\n%s", out)
 	}
 }
+
+// TestPairingDeclined: a request answered "n" is not added, the offer
+// waits for another, and Ctrl-C on either side stops with one line,
+// leaving no profile on the new device.
+func TestPairingDeclined(t *testing.T) {
+	addr, user, pass := dovecotAccount(t)
+	a, b := newDevice(t, "a"), newDevice(t, "b")
+	a.ok("init", "--name", "Aimee")
+	a.okIn(pass, "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
+	add := a.start("device", "add")
+	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
+	join := b.start("device", "join", payload, "--name", "Mallet")
+	code := join.line(`^Code (\d{3} \d{3})$`)[1]
+	add.prompt(`Add 'Mallet'\? Code ` + code + ` \[y/N\] `)
+	io.WriteString(add.stdin, "n\n")
+	add.line(`^Not added\. Waiting for another request until`)
+	join.cmd.Process.Signal(os.Interrupt)
+	join.errLine(t, "ferry: stopped: this device was not added")
+	if err := join.cmd.Wait(); join.cmd.ProcessState.ExitCode() != 1 {
+		t.Errorf("device join after Ctrl-C: %v", err)
+	}
+	if _, err := os.Stat(b.dir); err == nil {
+		t.Error("an interrupted device join left a profile")
+	}
+	add.cmd.Process.Signal(os.Interrupt)
+	add.errLine(t, "ferry: stopped: no device was added")
+	add.cmd.Wait()
+	if code := add.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("device add after Ctrl-C: exit %d", code)
+	}
+}
+
+// errLine waits for stderr to hold want.
+func (p *proc) errLine(t *testing.T, want string) {
+	t.Helper()
+	p.prompt(regexp.QuoteMeta(want))
+}
