@@ -135,7 +135,7 @@ func Open(ctx context.Context, path string, cfg Config, extraSchema string) (*St
 
 func open(ctx context.Context, path string, cfg Config, extraSchema string) (*Store, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)&_pragma=cache_size(-4000)&_txlock=immediate"
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(0)&_pragma=cache_size(-4000)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open %s: %w", path, err)
