@@ -2,7 +2,6 @@ package tandemcli
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -61,46 +60,22 @@ A field in conflict is copied with the first of its values; ferry says which.`,
 	return a.flags(c, true)
 }
 
-// copyList makes a new list named name with l's items; it returns how
-// many conflicting fields were copied with one value.
+// copyList makes a new list named name with l's items (tandem's
+// CopyCollection); it returns how many conflicting fields were copied
+// with one value.
 func copyList(d *tandem.Device, l listInfo, name string) (tandem.CollectionID, int, error) {
 	recs, err := d.Records(l.id)
 	if err != nil {
 		return tandem.CollectionID{}, 0, err
 	}
-	id, err := d.NewCollection(name)
-	if err != nil {
-		return id, 0, err
-	}
 	conflicts := 0
 	for _, r := range recs {
-		if r.Deleted {
-			continue
-		}
-		fields := map[string][]byte{}
-		var sets []string
-		for n, f := range r.Fields {
-			if len(f.Values) > 0 {
-				fields[n] = slices.Clone(f.Values[0].Bytes)
-				if f.Conflict() {
-					conflicts++
-				}
-			}
-			if len(f.Elements) > 0 {
-				sets = append(sets, n)
-			}
-		}
-		rid, err := d.NewRecord(id, fields)
-		if err != nil {
-			return id, conflicts, err
-		}
-		for _, n := range sets {
-			for _, e := range r.Fields[n].Elements {
-				if err := d.AddElement(id, rid, n, e); err != nil {
-					return id, conflicts, err
-				}
+		for _, f := range r.Fields {
+			if !r.Deleted && f.Conflict() {
+				conflicts++
 			}
 		}
 	}
-	return id, conflicts, nil
+	id, err := d.CopyCollection(l.id, name)
+	return id, conflicts, err
 }
