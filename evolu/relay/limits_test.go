@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +195,40 @@ func TestPingTimeout(t *testing.T) {
 			t.Fatalf("a connection that answers no ping was not closed:\n%s", logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShutdownMountedHandler: with only Handler mounted in the operator's
+// own http.Server, Shutdown closes the live WebSockets (1001) and refuses
+// new ones.
+func TestShutdownMountedHandler(t *testing.T) {
+	ctx := context.Background()
+	srv, err := relay.New(ctx, relay.Config{DBPath: filepath.Join(t.TempDir(), "r.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler(ctx))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	o := testOwner(54)
+	ws := dial(t, url, o.ID)
+	req, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request}).Bytes()
+	roundTrip(t, ws, req)
+	readErr := make(chan error, 1)
+	go func() {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _, err := ws.Read(rctx)
+		readErr <- err
+	}()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	if err := <-readErr; websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("client saw %v, want close 1001", err)
+	}
+	if _, code := dialStatus(t, url, o.ID); code != 503 {
+		t.Fatalf("dial after Shutdown: HTTP %d, want 503", code)
 	}
 }
