@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -324,5 +326,28 @@ func TestPairingNoHub(t *testing.T) {
 	payload, _ = pl.encode()
 	if _, err := JoinDevice(t.Context(), dir, payload, Options{Logger: quiet()}); CodeOf(err) != CodeNoHub {
 		t.Fatalf("a payload without a hub on a device without one: %v, want CodeNoHub", err)
+	}
+}
+
+// A request whose name could fake the approval line (a newline, a
+// bidirectional override) is refused on the new device, and ignored on
+// the showing device.
+func TestPairingNameControls(t *testing.T) {
+	for _, name := range []string{"laptop\nCode 123 456", "laptop\u202e654 321", strings.Repeat("a", maxPairName+1)} {
+		if pairNameOK(name) {
+			t.Fatalf("name %q accepted", name)
+		}
+		if _, err := parsePairMsg([]byte(`{"name":` + strconv.Quote(name) + `,"ek":"` + pairB64(make([]byte, 32)) + `"}`)); err == nil {
+			t.Fatalf("request with name %q read", name)
+		}
+	}
+	if !pairNameOK("Jesper's 👨‍👩‍👧 iPad") {
+		t.Fatal("an emoji sequence refused")
+	}
+	pl := pairPayload{exp: time.Now().Add(time.Minute)}
+	payload, _ := pl.encode()
+	srv := memhub.NewServer()
+	if _, err := JoinDevice(t.Context(), filepath.Join(t.TempDir(), "b"), payload, Options{Name: "a\tb", Store: memStore(srv)}); CodeOf(err) != CodeInvalid {
+		t.Fatalf("JoinDevice with a tab in the name: %v", err)
 	}
 }

@@ -65,6 +65,9 @@ func JoinDevice(ctx context.Context, dir, payload string, opts Options) (*Pairin
 	case opts.Hub.IsZero():
 		opts.Hub = pl.hub
 	}
+	if !pairNameOK(opts.Name) {
+		return nil, newErr(CodeInvalid, nil, "a device name must be under %d bytes, without control characters", maxPairName)
+	}
 	if err := pairNoDevice(dir); err != nil {
 		return nil, err
 	}

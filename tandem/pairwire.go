@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/ferry-sync/ferry/tandem/internal/tjson"
@@ -144,8 +145,8 @@ func parsePairMsg(pt []byte) (pairMsg, error) {
 	m := pairMsg{ek: j.EK}
 	switch {
 	case j.Name != nil && j.N == nil && j.Sig == nil && j.Reply == nil:
-		if len(*j.Name) > maxPairName || !utf8.ValidString(*j.Name) {
-			return pairMsg{}, fmt.Errorf("tandem: pairing request name of %d bytes", len(*j.Name))
+		if !pairNameOK(*j.Name) {
+			return pairMsg{}, fmt.Errorf("tandem: pairing request name of %d bytes, or with control characters", len(*j.Name))
 		}
 		m.kind, m.name = pairRequest, *j.Name
 	case j.N != nil && j.Sig != nil && j.Name == nil && j.Reply == nil:
@@ -159,4 +160,20 @@ func parsePairMsg(pt []byte) (pairMsg, error) {
 		return pairMsg{}, fmt.Errorf("tandem: pairing message with the members of no one kind")
 	}
 	return m, nil
+}
+
+// pairNameOK reports whether a device name may be shown in "Add 'name'?
+// Code 483 920" (§13.2): at most maxPairName bytes of UTF-8, without
+// control characters or bidirectional overrides, which could make the
+// line show another name or another code.
+func pairNameOK(name string) bool {
+	if len(name) > maxPairName || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return false
+		}
+	}
+	return true
 }
