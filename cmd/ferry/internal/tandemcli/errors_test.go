@@ -94,6 +94,16 @@ func TestBadInput(t *testing.T) {
 		{[]string{"connect", "paste"}, `{"kind":"imap","host":"h","port":0,"user":"u"}`, 1, "a port from 1 to 65535"},
 		{[]string{"man", "/nonexistent/dir"}, "", 1, "is not a directory: create it first"},
 		{[]string{"copy", "Nope"}, "", 1, `there is no list "Nope"`},
+		{[]string{"share", "Groceries", "--uses", "0"}, "", 2, "--uses 0 is out of range: give 1 to 1000"},
+		{[]string{"share", "Groceries", "--uses", "1001"}, "", 2, "--uses 1001 is out of range"},
+		{[]string{"share", "Groceries", "--expires", "-1s"}, "", 2, "--expires -1s is out of range"},
+		{[]string{"share", "Groceries", "--link", "--no-wait"}, "", 2, "--no-wait applies to the QR form"},
+		{[]string{"share", "Groceries", "--link"}, "", 1, "not connected to a mail account yet"},
+		{[]string{"role", "Groceries", "X", "owner"}, "", 2, `a member is a writer or a reader, not "owner"`},
+		{[]string{"device", "add"}, "", 1, "not connected to a mail account yet"},
+		{[]string{"device", "join", "nope"}, "", 1, "already holds a device: join from another --profile"},
+		{[]string{"join", "garbage"}, "", 1, "this is not a Ferry invite"},
+		{[]string{"approve", "Nobody"}, "", 1, "not connected to a mail account yet"},
 		{[]string{"copy", "Groceries", ""}, "", 2, "a list's name is one line"},
 	}
 	before := d.stored()

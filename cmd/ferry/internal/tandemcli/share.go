@@ -20,6 +20,7 @@ const groupShare = "tandem-share"
 const (
 	minInviteLife = time.Second
 	maxInviteLife = 30 * 24 * time.Hour
+	maxInviteUses = 1000
 )
 
 // joinsFile lists the lists this profile asked to join, so that status
@@ -41,6 +42,7 @@ func readJoins(dir string) []pendingJoin {
 func (a *app) shareCmd() *cobra.Command {
 	var link, reader, noName, noWait bool
 	var expires time.Duration
+	var uses int
 	c := &cobra.Command{
 		Use:     "share LIST",
 		GroupID: groupShare,
@@ -59,16 +61,22 @@ invite gets access to this account's mailbox.`,
 			if c.Flags().Changed("expires") && (expires < minInviteLife || expires > maxInviteLife) {
 				return usagef("--expires %s is out of range: give 1s to 720h (30 days)", expires)
 			}
+			if c.Flags().Changed("uses") && (uses < 1 || uses > maxInviteUses) {
+				return usagef("--uses %d is out of range: give 1 to %d", uses, maxInviteUses)
+			}
 			s, err := a.open(c.Context())
 			if err != nil {
 				return err
 			}
 			defer s.close()
+			if s.dev.Hub().IsZero() { // before the invite is made: a failed share changes nothing
+				return failf("no_hub", "this device is not connected to a mail account yet: run ferry connect")
+			}
 			l, err := findList(s.dev, as[0])
 			if err != nil {
 				return err
 			}
-			opts := tandem.InviteOptions{Link: link, NoHint: noName, Role: tandem.RoleWriter, Expires: expires}
+			opts := tandem.InviteOptions{Link: link, NoHint: noName, Role: tandem.RoleWriter, Expires: expires, MaxUses: uses}
 			if reader {
 				opts.Role = tandem.RoleReader
 			}
@@ -77,7 +85,11 @@ invite gets access to this account's mailbox.`,
 				return err
 			}
 			if _, err := a.syncOnce(c.Context(), s, syncTimeout); err != nil {
-				return err
+				if classify(err).Kind != "offline" {
+					return err
+				}
+				// An invite works offline (§11.1): this device watches for it at its next sync.
+				fmt.Fprintln(c.ErrOrStderr(), "ferry: the account can't be reached now; the invite works once this device syncs again.")
 			}
 			text := inv.Link // the text form of both: join takes it, and it survives a shell
 			w := c.OutOrStdout()
@@ -107,6 +119,7 @@ invite gets access to this account's mailbox.`,
 	c.Flags().BoolVar(&reader, "reader", false, "invite as a reader, who can't change the list")
 	c.Flags().BoolVar(&noName, "no-name", false, "leave the list's name out of the invite (anyone who sees the link can read it)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "do not wait for the person to join")
+	c.Flags().IntVar(&uses, "uses", 0, "how many people may use the invite (1 to 1000; default 1 for a QR code, unlimited for a link)")
 	c.Flags().DurationVar(&expires, "expires", 0, "how long the invite works (1s to 720h; default 10m for a QR code, 7 days for a link)")
 	return a.flags(c, true)
 }
