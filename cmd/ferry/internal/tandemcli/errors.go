@@ -11,8 +11,8 @@ import (
 	"github.com/ferry-sync/ferry/tandem"
 )
 
-// Exit codes of the ferry binary (documented in "ferry help exit-codes"
-// and the man page).
+// Exit codes of the ferry binary (docs/decisions/cli-output.md; also in
+// "ferry help exit-codes" and the man page).
 const (
 	ExitOK    = 0 // the command did what it was asked
 	ExitError = 1 // it could not: the message says why and what to do

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// progressTick is how often the progress line is redrawn.
+// progressTick is how often the progress line is redrawn
+// (docs/decisions/cli-output.md).
 const progressTick = 150 * time.Millisecond
 
 // withProgress runs fn (work that syncs) and, when stdout and stderr are
