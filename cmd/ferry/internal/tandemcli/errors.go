@@ -48,6 +48,8 @@ var codeKinds = map[tandem.Code]string{
 	tandem.CodeNotFound: "not_found", tandem.CodeNotWritable: "not_writable", tandem.CodeInvalid: "invalid",
 	tandem.CodeExists: "exists", tandem.CodeNoHub: "no_hub", tandem.CodeNoDevice: "no_device",
 	tandem.CodeWrongIdentity: "wrong_identity", tandem.CodeBackupKey: "backup_key", tandem.CodeTooLarge: "too_large",
+	tandem.CodeInFlight: "in_flight", tandem.CodeExpired: "expired", tandem.CodeDifferentHub: "different_hub",
+	tandem.CodePairing: "pairing",
 }
 
 // fromTandem turns a tandem error into an *Error with its Message.
@@ -58,7 +60,7 @@ func fromTandem(err error) *Error {
 	}
 	kind := codeKinds[e.Code]
 	if kind == "" {
-		kind = "internal"
+		kind = fmt.Sprintf("code_%d", e.Code) // a code newer than this list: still not "internal"
 	}
 	msg := e.Message
 	if e.Code == tandem.CodeInternal {

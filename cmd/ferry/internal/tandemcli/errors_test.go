@@ -121,7 +121,7 @@ func TestBadInput(t *testing.T) {
 			if rj := d.runIn(c.stdin, append(c.args, "--json")...); c.args[0] != "no-such-command" && c.args[0] != "man" {
 				lines := strings.Split(strings.TrimSpace(rj.err), "\n")
 				last := lines[len(lines)-1] // after a prompt, if any
-				if rj.code != c.code || !strings.HasPrefix(last, `{"error":{"kind":"`) || !strings.HasSuffix(last, fmt.Sprintf(`"exit":%d}`, c.code)) {
+				if rj.code != c.code || !strings.HasPrefix(last, `{"error":{"kind":"`) || !strings.HasSuffix(last, fmt.Sprintf(`"exit":%d}`, c.code)) || strings.Contains(last, `"kind":"internal"`) {
 					t.Errorf("--json: exit %d, stderr %q", rj.code, rj.err)
 				}
 			}

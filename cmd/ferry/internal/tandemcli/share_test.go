@@ -277,6 +277,9 @@ func TestSharingDovecot(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	before = d.stored()
 	wantErr(t, d.run("join", inv.Link), 1, "This code has expired. Ask for a new one.")
+	if r := d.run("join", inv.Link, "--json"); !strings.Contains(r.err, `"kind":"expired"`) {
+		t.Errorf("expired invite --json: %s", r.err)
+	}
 	if d.stored() != before {
 		t.Error("an expired invite changed Dan's device")
 	}
