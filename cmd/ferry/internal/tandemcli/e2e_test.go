@@ -68,7 +68,9 @@ func TestTwoDevicesDovecot(t *testing.T) {
 	a.ok("add", "groceries", "Eggs", "qty=12")
 	a.ok("add", "Groceries", "Bread")
 	a.ok("sync")
-	b.ok("sync")
+	if out := b.ok("sync"); !strings.Contains(out, "New list \"Groceries\"") || !strings.Contains(out, "Synced: 0 sent, ") {
+		t.Errorf("b's first sync does not say what arrived:\n%s", out)
+	}
 	if out := b.ok("show", "Groceries"); !strings.Contains(out, "Milk  qty 1  #dairy") || !strings.Contains(out, "Eggs  qty 12") {
 		t.Fatalf("b does not see a's items:\n%s", out)
 	}

@@ -3,6 +3,7 @@ package tandemcli
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -85,12 +86,21 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 				return err
 			}
 			defer s.close()
+			before, err := takeSnapshot(s.dev)
+			if err != nil {
+				return err
+			}
 			rep, err := a.syncOnce(c.Context(), s, f.timeout)
 			if err != nil {
 				return err
 			}
 			if a.json {
 				return emit(c.OutOrStdout(), reportJSON(rep))
+			}
+			if rep.Applied > 0 {
+				if after, err := takeSnapshot(s.dev); err == nil {
+					printArrived(c.OutOrStdout(), diff(before, after, time.Now().UTC()))
+				}
 			}
 			fmt.Fprintf(c.OutOrStdout(), "Synced: %s.\n", describeReport(rep))
 			return nil
@@ -279,5 +289,19 @@ func printStatus(c *cobra.Command, o statusOut) {
 		if l.State == "can't sync" && o.Connection == "ok" {
 			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list?\n", l.Name)
 		}
+	}
+}
+
+// maxArrived bounds the changes a one-off sync lists.
+const maxArrived = 20
+
+// printArrived lists what a sync brought from elsewhere.
+func printArrived(w io.Writer, chs []change) {
+	for i, ch := range chs {
+		if i == maxArrived {
+			fmt.Fprintf(w, "... and %d more change(s): ferry show LIST has them all\n", len(chs)-maxArrived)
+			return
+		}
+		fmt.Fprintln(w, ch)
 	}
 }
