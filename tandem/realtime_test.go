@@ -111,3 +111,40 @@ func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 var _ = context.Background
 
 func memhubServer(t *testing.T) *memhub.Server { return memhub.NewServer() }
+
+// Healing after a rotation (§12.2): a vandal destroys every message, the
+// owner's device puts back the roster in each epoch's channel (the
+// announcement included, or the new epoch would be a draft), the current
+// inventory and the records; a device set up afterwards gets everything.
+func TestHealingAfterRotation(t *testing.T) {
+	srv := memhub.NewServer()
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	p, _ := s.j1.NewRecord(s.c, map[string][]byte{"title": []byte("Paint")})
+	s.syncAll(1)
+	if err := s.j1.RemoveMember(t.Context(), s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(1)
+	v := srv.Open()
+	if err := v.Destroy(t.Context(), hubIDs(t, v)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := syncT(t, s.j1); rep.Healed == 0 {
+		t.Fatal("nothing healed")
+	}
+	tab, err := Restore(t.Context(), filepath.Join(t.TempDir(), "tab"), s.j1.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	rep := syncT(t, tab)
+	if rep.Held != 0 {
+		t.Fatalf("the new device holds %d messages: the hub lacks something", rep.Held)
+	}
+	if r, err := tab.Record(s.c, p); err != nil || r.Get("title") != "Paint" {
+		t.Fatalf("the new device: %v %+v", err, r)
+	}
+	if !bytesEqual(stateOf(t, tab, s.c), stateOf(t, s.j1, s.c)) {
+		t.Fatal("states differ")
+	}
+}

@@ -234,7 +234,12 @@ func (d *Device) heal(dry bool) (records, statements int) {
 		rec     [16]byte
 	}
 	onHub := map[key]map[[32]byte]bool{}
-	rosterOnHub := map[[32]byte]bool{}
+	type placed struct {
+		channel string
+		st      [32]byte
+	}
+	rosterOnHub := map[placed]bool{}
+	fragsOnHub := map[string]int{} // live inventory fragments, by channel
 	for _, m := range d.msgs {
 		if m.state == MsgTodo || m.state == MsgRejected {
 			continue
@@ -250,14 +255,19 @@ func (d *Device) heal(dry bool) (records, statements int) {
 			}
 		case kindRoster:
 			for _, w := range m.writes {
-				rosterOnHub[w] = true
+				rosterOnHub[placed{m.channel, w}] = true
 			}
+		case kindFragment:
+			fragsOnHub[m.channel]++
 		}
 	}
-	for _, m := range d.outbox { // queued, not yet published
-		if m.kind == kindRoster {
+	for _, m := range d.outbox {
+		switch m.kind {
+		case kindFragment:
+			fragsOnHub[m.channel]++
+		case kindRoster:
 			for _, id := range m.ids {
-				rosterOnHub[id] = true
+				rosterOnHub[placed{m.channel, id}] = true
 			}
 		}
 	}
@@ -288,17 +298,59 @@ func (d *Device) heal(dry bool) (records, statements int) {
 		if !ok {
 			continue
 		}
-		for _, st := range r.Statements() {
-			if rosterOnHub[st.ID()] {
-				continue
+		// The current epoch's inventory stays on the hub while the epoch is
+		// current (§10.7): without it nothing old can be judged there.
+		if inv, ok := r.Inventory(r.Epoch()); ok {
+			frags, err := roster.Split(r.Epoch(), inv.Bytes(), SoftMessage)
+			if err == nil && fragsOnHub[ch.tag] < len(frags) {
+				for _, f := range frags {
+					pt, err := f.Encode()
+					if err != nil {
+						continue
+					}
+					env, err := suite.SealEnvelope(suite.KindRecord, ch.key, ch.tag, pt, d.rand)
+					if err != nil {
+						continue
+					}
+					queue = append(queue, outMsg{channel: ch.tag, envelope: env, kind: kindFragment})
+					statements++
+				}
 			}
-			m, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
-			if err != nil {
-				continue
+		}
+		// Every statement in the channel of its epoch, and a statement that
+		// starts an epoch also in the previous epoch's channel too: that
+		// copy is its announcement (§11.6), without which it is a draft.
+		sts := r.Statements()
+		epochOf := func(i int) [32]byte {
+			for j := i; j >= 0; j-- {
+				if r.IsEpochStart(sts[j].ID()) {
+					return sts[j].ID()
+				}
 			}
-			m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
-			queue = append(queue, m)
-			statements++
+			return sts[0].ID()
+		}
+		for i, st := range sts {
+			homes := [][32]byte{epochOf(i)}
+			if i > 0 && r.IsEpochStart(st.ID()) {
+				homes = append(homes, epochOf(i-1))
+			}
+			for _, e := range homes {
+				key, ok := coll.epochs[e]
+				if !ok {
+					continue
+				}
+				ech := &channel{tag: suite.CollectionTag(key, e), key: key, coll: coll, epoch: e}
+				if rosterOnHub[placed{ech.tag, st.ID()}] {
+					continue
+				}
+				m, err := d.seal(ech, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
+				if err != nil {
+					continue
+				}
+				m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
+				queue = append(queue, m)
+				statements++
+			}
 		}
 	}
 	if dry {
