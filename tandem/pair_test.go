@@ -351,3 +351,46 @@ func TestPairingNameControls(t *testing.T) {
 		t.Fatalf("JoinDevice with a tab in the name: %v", err)
 	}
 }
+
+// Closing the QR screen right after "Add" loses nothing: Close keeps the
+// approved challenge and the reply for the new device, which removes them.
+func TestPairingCloseAfterApprove(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Name: "Jesper", Store: memStore(srv)})
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.AddDevice(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := JoinDevice(ctx, filepath.Join(t.TempDir(), "b"), offer.Payload(), Options{Name: "tablet", Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close(ctx)
+	req, err := offer.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Approve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := offer.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tag := pairTag(t, offer.Payload())
+	if n := pairMsgsOn(t, srv.Open(), tag); n != 2 {
+		t.Fatalf("%d messages left after Close, want the challenge and the reply", n)
+	}
+	b, err := j.Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.UserID() != a.UserID() {
+		t.Fatal("wrong user")
+	}
+	if n := pairMsgsOn(t, srv.Open(), tag); n != 0 {
+		t.Fatalf("%d pairing messages left after the new device took the reply", n)
+	}
+}

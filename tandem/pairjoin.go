@@ -40,6 +40,24 @@ type PairingJoin struct {
 	failed  error // the pairing was interfered with: it cannot go on
 	closed  bool
 	cancel  context.CancelFunc // ends a wait in progress (Close)
+
+	// got holds the channel's messages for this device's key read so
+	// far: Code's read may already bring the reply Device waits for.
+	got []pairMsg
+}
+
+// keep adds the messages for this device's key to those read before and
+// returns them all (at most maxPairMessages: the channel's own bound).
+func (j *PairingJoin) keep(fresh []pairMsg) []pairMsg {
+	me := j.pub()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, m := range fresh {
+		if m.ek == me && m.kind != pairRequest {
+			j.got = append(j.got, m)
+		}
+	}
+	return j.got
 }
 
 // JoinDevice starts adding this installation to the user who shows the
@@ -155,7 +173,8 @@ func (j *PairingJoin) waitCode(ctx context.Context) (string, error) {
 		return code, nil
 	}
 	me := j.pub()
-	err := j.ch.wait(ctx, j.pl.exp, func(msgs []pairMsg) (bool, error) {
+	err := j.ch.wait(ctx, j.pl.exp, func(fresh []pairMsg) (bool, error) {
+		msgs := j.keep(fresh)
 		forged := false
 		for _, m := range msgs {
 			if m.kind != pairChallenge || m.ek != me {
@@ -238,7 +257,10 @@ func (j *PairingJoin) Device(ctx context.Context) (*Device, error) {
 	}
 	me := j.pub()
 	var secret [32]byte
-	err = j.ch.wait(ctx, j.pl.exp.Add(j.slack), func(msgs []pairMsg) (bool, error) {
+	checked := 0 // replies before it were opened already
+	err = j.ch.wait(ctx, j.pl.exp.Add(j.slack), func(fresh []pairMsg) (bool, error) {
+		msgs := j.keep(fresh)
+		msgs, checked = msgs[checked:], len(msgs)
 		for _, m := range msgs {
 			if m.kind != pairReply || m.ek != me {
 				continue
