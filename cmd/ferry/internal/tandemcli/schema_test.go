@@ -83,7 +83,7 @@ var (
 	reportSchema   = schema{"published": "number", "fetched": "number", "applied": "number", "rejected": "number", "held": "number"}
 	identitySchema = schema{"profile": "string", "name": "string", "user": "string", "device": "string", "backup_key": "string"}
 	statusSchema   = schema{"profile": "string", "name": "string", "hub": "string", "connection": "string", "last_sync": "string|null",
-		"last_attempt": "string|null", "pending": "number", "lists": []schema{{"id": "string", "name": "string", "names": "array", "state": "string", "items": "number", "in_flight": "string"}}, "joins": "array"}
+		"last_attempt": "string|null", "pending": "number", "held": "number", "lists": []schema{{"id": "string", "name": "string", "names": "array", "state": "string", "items": "number", "in_flight": "string"}}, "joins": "array"}
 	changeSchema = schema{"time": "string", "list": "string", "list_id": "string", "item": "string", "item_id": "string", "what": "string", "field": "string", "value": "string", "by": "string"}
 	errorSchema  = schema{"error": schema{"kind": "string", "message": "string"}, "exit": "number"}
 )

@@ -152,6 +152,7 @@ type statusOut struct {
 	LastSync    *time.Time      `json:"last_sync"`
 	LastAttempt *time.Time      `json:"last_attempt"`
 	Pending     int             `json:"pending"`
+	Held        int             `json:"held"` // messages waiting for a roster statement or inventory (§8.3)
 	Lists       []statusList    `json:"lists"`
 	Joins       []membershipOut `json:"joins"` // lists asked to join and not in yet
 }
@@ -189,7 +190,7 @@ not sent yet), offline, waiting (its members are not known yet), can't sync
 func status(s *session) (statusOut, error) {
 	st := s.dev.Status()
 	saved := readState(s.dir)
-	out := statusOut{Profile: s.dir, Name: s.prof.Name, Hub: s.dev.Hub().String(), Pending: st.Pending, Lists: []statusList{}}
+	out := statusOut{Profile: s.dir, Name: s.prof.Name, Hub: s.dev.Hub().String(), Pending: st.Pending, Held: st.Waiting, Lists: []statusList{}}
 	switch {
 	case s.dev.Hub().IsZero():
 		out.Connection = "no_hub"
@@ -270,6 +271,9 @@ func printStatus(c *cobra.Command, o statusOut) {
 		last = o.LastSync.Local().Format("2006-01-02 15:04:05")
 	}
 	fmt.Fprintf(w, "Last sync %s\nUnsent    %d change(s)\n", last, o.Pending)
+	if o.Held > 0 {
+		fmt.Fprintf(w, "Waiting   %d change(s) from others, until their list's members are known (a sync brings them)\n", o.Held)
+	}
 	for _, j := range o.Joins {
 		fmt.Fprintf(w, "Joining   %s\n", j.Message)
 	}
