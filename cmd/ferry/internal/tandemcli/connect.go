@@ -241,18 +241,21 @@ type descriptor struct {
 // readDescriptor reads a hub descriptor's text.
 func readDescriptor(stdin io.Reader, path string) (tandem.Hub, descriptor, error) {
 	var d descriptor
-	r := stdin
-	if path != "-" {
+	var b []byte
+	if path == "-" { // one line: a person pastes it and presses Enter
+		if isTerminal(stdin) {
+			fmt.Fprint(os.Stderr, "Paste the text ferry hub qr shows, then Enter: ")
+		}
+		b = []byte(readLine(stdin, maxDescriptor+1))
+	} else {
 		f, err := os.Open(path)
 		if err != nil {
 			return tandem.Hub{}, d, failf("invalid", "cannot read %s: %v", path, pathErr(err))
 		}
 		defer f.Close()
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, maxDescriptor+1))
-	if err != nil {
-		return tandem.Hub{}, d, failf("invalid", "cannot read %s: %v", path, err)
+		if b, err = io.ReadAll(io.LimitReader(f, maxDescriptor+1)); err != nil {
+			return tandem.Hub{}, d, failf("invalid", "cannot read %s: %v", path, err)
+		}
 	}
 	if len(b) > maxDescriptor {
 		return tandem.Hub{}, d, failf("invalid", "this is not a hub description (it is too long): paste what ferry hub qr shows")
