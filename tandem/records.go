@@ -222,8 +222,16 @@ func (d *Device) editErr(err error) error {
 	switch {
 	case errors.Is(err, client.ErrUnknownCollection):
 		return newErr(CodeNotFound, err, "no such list on this device")
-	case errors.Is(err, client.ErrNotWritable), errors.Is(err, record.ErrDeleted):
-		return newErr(CodeNotWritable, err, "this can't be changed now")
+	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "not the owner or a writer"):
+		return newErr(CodeNotWritable, err, "you can only read this list")
+	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "deleted"):
+		return newErr(CodeNotWritable, err, "this list was deleted by its owner; it stays readable here")
+	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "dead"):
+		return newErr(CodeNotWritable, err, "this list can't sync any more: copy it to a new list")
+	case errors.Is(err, record.ErrDeleted):
+		return newErr(CodeNotWritable, err, "this item was deleted")
+	case errors.Is(err, client.ErrNotWritable):
+		return newErr(CodeNotWritable, err, "this list can't be changed now")
 	case errors.Is(err, client.ErrTooLarge):
 		return newErr(CodeTooLarge, err, "this value is too large to sync (keep it under 64 KiB)")
 	case errors.Is(err, client.ErrBroken):
