@@ -103,3 +103,21 @@ func TestWatchReconnects(t *testing.T) {
 	watch.line(`^Stopped\.$`)
 	watch.wait()
 }
+
+// TestWatchStartsOffline: sync --watch with the account unreachable from
+// the start says so, keeps trying, and connects when it is back.
+func TestWatchStartsOffline(t *testing.T) {
+	addr, user, pass := dovecotAccount(t)
+	proxy := newCutProxy(t, addr)
+	a := newDevice(t, "a")
+	a.ok("init", "--name", "Aimee")
+	a.okIn(pass, "connect", "imap", proxy.addr, "--user", user, "--security", "none", "--password-file", "-")
+	proxy.cut()
+	watch := a.start("sync", "--watch")
+	watch.line(`^The sync hub can't be reached; everything keeps working here and syncs when it's back\.$`)
+	proxy.up()
+	watch.line(`^Connected: changes from elsewhere appear here`)
+	watch.cmd.Process.Signal(os.Interrupt)
+	watch.line(`^Stopped\.$`)
+	watch.wait()
+}

@@ -265,7 +265,7 @@ func (a *app) watchStatus(w io.Writer, s *session, st *watchState) {
 	case status.Online && !st.online:
 		st.online = true
 		a.note(w, st, "online", &Error{Kind: "online", Msg: "Connected: changes from elsewhere appear here as they arrive."})
-	case !status.Online && status.Offline && st.online:
+	case !status.Online && status.Offline && (st.online || st.lastNote == ""): // gone, or never there
 		st.online = false
 		e := classify(status.Err)
 		if status.Err == nil {
