@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
+	"github.com/ferry-sync/ferry/tandem/hub/jmaphub"
 )
 
 // Benchmarks against real servers (docs/benchmarks/tandem-device.md).
@@ -132,17 +133,45 @@ func BenchmarkFirstSync(b *testing.B) {
 
 func hubAddr(h Hub) string { return fmt.Sprintf("%s:%d", h.host, h.port) }
 
-// BenchmarkNotify measures A's write → B's Changed under Run on Dovecot
-// (IMAP IDLE), next to a bare Watch of the binding seeing A's append.
+// BenchmarkNotify measures A's write → B's Changed under Run, next to a
+// bare Watch of the binding on the same account seeing A's append: on
+// Dovecot (IMAP IDLE) and on Cyrus (IMAP IDLE, and JMAP).
 func BenchmarkNotify(b *testing.B) {
-	addr := realtest.Getenv("FERRY_DOVECOT_ADDR")
-	if addr == "" {
-		realtest.Unavailable(b, "no Dovecot")
+	for _, server := range []string{"dovecot-imap", "cyrus-imap", "cyrus-jmap"} {
+		b.Run(server, func(b *testing.B) { benchNotify(b, server) })
 	}
-	host, port, _ := strings.Cut(addr, ":")
-	var p int
-	fmt.Sscan(port, &p)
-	h := IMAPHub(host, p, "heidi", "heidipw")
+}
+
+func benchNotify(b *testing.B, server string) {
+	var h Hub
+	var raw func(context.Context) (hub.Store, error)
+	switch server {
+	case "dovecot-imap", "cyrus-imap":
+		key := "FERRY_DOVECOT_ADDR"
+		if server == "cyrus-imap" {
+			key = "FERRY_CYRUS_IMAP_ADDR"
+		}
+		addr := realtest.Getenv(key)
+		if addr == "" {
+			realtest.Unavailable(b, "no "+key)
+		}
+		host, port, _ := strings.Cut(addr, ":")
+		var p int
+		fmt.Sscan(port, &p)
+		h = IMAPHub(host, p, "heidi", "heidipw")
+		raw = func(ctx context.Context) (hub.Store, error) {
+			return imaphub.Open(ctx, imaphub.Config{Addr: addr, User: "heidi", Password: "heidipw"})
+		}
+	default:
+		url := realtest.Getenv("FERRY_CYRUS_JMAP_URL")
+		if url == "" {
+			realtest.Unavailable(b, "no Cyrus JMAP")
+		}
+		h = JMAPBasicHub(url, "heidi", "heidipw")
+		raw = func(ctx context.Context) (hub.Store, error) {
+			return jmaphub.Open(ctx, jmaphub.Config{SessionURL: url, Username: "heidi", Password: "heidipw"})
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := b.TempDir()
@@ -159,14 +188,13 @@ func BenchmarkNotify(b *testing.B) {
 	}
 	defer bd.Close()
 	bd.Sync(ctx)
-	// A bare watcher on the same account: the server's own push time.
-	raw, err := imaphub.Open(ctx, imaphub.Config{Addr: addr, User: "heidi", Password: "heidipw"})
+	w, err := raw(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer raw.Close()
+	defer w.Close()
 	rawSeen := make(chan time.Time, 64)
-	go raw.Watch(ctx, func() {
+	go w.Watch(ctx, func() {
 		select {
 		case rawSeen <- time.Now():
 		default:
@@ -174,14 +202,11 @@ func BenchmarkNotify(b *testing.B) {
 	})
 	go bd.Run(ctx)
 	time.Sleep(time.Second)
-	for len(rawSeen) > 0 {
-		<-rawSeen
-	}
 	id, _ := a.NewRecord(c, map[string][]byte{"n": []byte("0")})
 	a.Sync(ctx)
-	var ferry, server []time.Duration
+	var ferry, srv []time.Duration
 	for i := 0; b.Loop(); i++ {
-		time.Sleep(200 * time.Millisecond) // let both watchers go idle
+		time.Sleep(300 * time.Millisecond) // let both watchers go idle
 		for len(rawSeen) > 0 {
 			<-rawSeen
 		}
@@ -199,12 +224,12 @@ func BenchmarkNotify(b *testing.B) {
 		}
 		select {
 		case t := <-rawSeen:
-			server = append(server, t.Sub(start))
-		case <-time.After(5 * time.Second):
+			srv = append(srv, t.Sub(start))
+		case <-time.After(10 * time.Second):
 		}
 	}
 	report(b, "ferry", ferry)
-	report(b, "server", server)
+	report(b, "server", srv)
 }
 
 func report(b *testing.B, name string, ds []time.Duration) {
