@@ -166,6 +166,10 @@ type session struct {
 // sync, or a sync --watch stepping aside) to let go of the device.
 const lockWait = 15 * time.Second
 
+// watcherLockWait is how long sync --watch waits for the device: enough
+// for a command that runs between two of its rounds.
+const watcherLockWait = 3 * time.Second
+
 // open opens the initialized profile's device.
 func (a *app) open(ctx context.Context) (*session, error) { return a.openAs(ctx, false) }
 
@@ -193,6 +197,9 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 	finishStartOver(s.dir)
 	opts := tandem.Options{Name: s.prof.Name, Logger: s.logger()}
 	deadline := time.Now().Add(lockWait)
+	if s.watcher { // a command between two of the watcher's runs, or another watcher
+		deadline = time.Now().Add(watcherLockWait)
+	}
 	for {
 		var err error
 		if restoreKey != nil {
@@ -203,18 +210,18 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 		if err == nil {
 			return nil
 		}
-		if tandem.CodeOf(err) != tandem.CodeLocked || time.Now().After(deadline) || s.watcher {
+		if tandem.CodeOf(err) != tandem.CodeLocked || time.Now().After(deadline) {
 			s.closeLog()
 			s.release()
 			switch {
 			case tandem.CodeOf(err) == tandem.CodeLocked && s.watcher:
-				return failf("locked", "another ferry sync --watch is running on %s: one is enough", s.dir)
+				return failf("locked", "another ferry sync --watch (or a share or device add that waits) has %s open: one at a time", s.dir)
 			case tandem.CodeOf(err) == tandem.CodeLocked:
 				return failf("locked", "another ferry command has the profile %s open and did not let go within %s: try again when it is done", s.dir, lockWait)
 			}
 			return err
 		}
-		if s.unyield == nil {
+		if s.unyield == nil && !s.watcher {
 			s.unyield = requestYield(s.dir)
 		}
 		select {

@@ -89,7 +89,7 @@ func TestWatchReconnects(t *testing.T) {
 
 	watch := a.start("sync", "--watch")
 	watch.line(`^Connected: changes from elsewhere appear here`)
-	wantErr(t, a.run("sync", "--watch"), 1, "another ferry sync --watch is running on "+a.dir+": one is enough")
+	wantErr(t, a.run("sync", "--watch"), 1, "another ferry sync --watch (or a share or device add that waits) has "+a.dir+" open: one at a time")
 	proxy.cut()
 	watch.line(`^The sync hub can't be reached; everything keeps working here and syncs when it's back\.$`)
 	b.env = nil

@@ -154,7 +154,7 @@ func (a *app) watch(c *cobra.Command, f syncFlags) error {
 		fmt.Fprintln(w, "Watching for changes; Ctrl-C stops.")
 	}
 	st := &watchState{notices: map[string]string{}}
-	for {
+	for first := true; ; first = false {
 		err := a.watchOpen(ctx, w, st)
 		if ctx.Err() != nil {
 			if !a.json {
@@ -162,7 +162,10 @@ func (a *app) watch(c *cobra.Command, f syncFlags) error {
 			}
 			return nil
 		}
-		if err != nil {
+		switch {
+		case err != nil && !first && classify(err).Kind == "locked":
+			// A command that waits (share, device add) has the profile: wait for it.
+		case err != nil:
 			return err
 		}
 		waitYield(ctx, st.dir)
