@@ -64,19 +64,19 @@ func (s Secret) String() string { return hex.EncodeToString(s[:]) }
 // Evolu/OwnerWriteKey (first 16 bytes).
 func OwnerFromSecret(secret Secret) Owner {
 	var o Owner
-	id := SLIP21(secret[:], "Evolu", "OwnerIdBytes")
+	id := slip21(secret[:], "Evolu", "OwnerIdBytes")
 	copy(o.ID[:], id[:16])
-	o.EncryptionKey = SLIP21(secret[:], "Evolu", "OwnerEncryptionKey")
-	wk := SLIP21(secret[:], "Evolu", "OwnerWriteKey")
+	o.EncryptionKey = slip21(secret[:], "Evolu", "OwnerEncryptionKey")
+	wk := slip21(secret[:], "Evolu", "OwnerWriteKey")
 	copy(o.WriteKey[:], wk[:16])
 	return o
 }
 
-// SLIP21 derives the symmetric key at path from seed (SLIP-0021): the
+// slip21 derives the symmetric key at path from seed (SLIP-0021): the
 // master node is HMAC-SHA512("Symmetric key seed", seed); each child is
 // HMAC-SHA512(parent[0:32], 0x00 || label); the key is the node's last 32
 // bytes.
-func SLIP21(seed []byte, path ...string) [32]byte {
+func slip21(seed []byte, path ...string) [32]byte {
 	node := hmacSHA512([]byte("Symmetric key seed"), seed)
 	for _, label := range path {
 		node = hmacSHA512(node[:32], append([]byte{0}, label...))

@@ -8,20 +8,20 @@ import (
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
-// CrdtMessage is a DbChange with its Timestamp.
-type CrdtMessage struct {
+// crdtMessage is a DbChange with its Timestamp.
+type crdtMessage struct {
 	Timestamp protocol.Timestamp
 	Change    DbChange
 }
 
-// NewPushRequest is createProtocolMessageFromCrdtMessages: it encrypts the
+// newPushRequest is createProtocolMessageFromCrdtMessages: it encrypts the
 // messages one by one into a Request with the owner's write key while they
 // fit maxSize (0: 1 MB). When one does not fit, it stops and appends a
 // Fingerprint range with the infinite bound and a random fingerprint, so the
 // relay answers with ranges and a later round sends the rest. random
 // supplies the nonces and that fingerprint. It returns the message and how
 // many changes it carries.
-func NewPushRequest(random io.Reader, o Owner, msgs []CrdtMessage, maxSize int) ([]byte, int, error) {
+func newPushRequest(random io.Reader, o Owner, msgs []crdtMessage, maxSize int) ([]byte, int, error) {
 	buf := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, WriteKey: &o.WriteKey, TotalMaxSize: maxSize})
 	n := 0
 	for _, m := range msgs {

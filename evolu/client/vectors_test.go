@@ -47,7 +47,7 @@ func TestVectorsOwners(t *testing.T) {
 		for _, p := range c.Path {
 			path = append(path, fmt.Sprint(p))
 		}
-		k := SLIP21(vectors.Unhex(t, c.Seed), path...)
+		k := slip21(vectors.Unhex(t, c.Seed), path...)
 		if hex.EncodeToString(k[:]) != c.Key {
 			t.Errorf("slip21 %v = %x, want %s", path, k, c.Key)
 		}
@@ -56,7 +56,7 @@ func TestVectorsOwners(t *testing.T) {
 
 // TestVectorsPushContinuation reproduces the random-fingerprint
 // continuation of createProtocolMessageFromCrdtMessages byte for byte, with
-// NewPushRequest and with protocol.NewPushRequest over the changes encrypted
+// newPushRequest and with protocol.NewPushRequest over the changes encrypted
 // with the vectors' nonces. RandomBytes are the nonces of the changes TS
 // encrypted (all but the last fitted), then the fingerprint.
 func TestVectorsPushContinuation(t *testing.T) {
@@ -86,9 +86,9 @@ func TestVectorsPushContinuation(t *testing.T) {
 	}
 	random := v.Continuation.RandomBytes
 	id, _ := protocol.ParseID("AAAAAAAAAAAAAAAAAAAAAA")
-	msgs := make([]CrdtMessage, len(random)-1)
+	msgs := make([]crdtMessage, len(random)-1)
 	for i := range msgs {
-		msgs[i] = CrdtMessage{
+		msgs[i] = crdtMessage{
 			Timestamp: protocol.Timestamp{Millis: uint64(1_700_000_000_000 + i), NodeID: protocol.NodeID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}},
 			Change:    DbChange{Table: "big", ID: id, Values: []Column{{Name: "v", Value: strings.Repeat("z", 100000+i)}}, IsInsert: true},
 		}
@@ -109,7 +109,7 @@ func TestVectorsPushContinuation(t *testing.T) {
 			all = append(all, vectors.Unhex(t, r)...)
 		}
 		rd := bytes.NewReader(all)
-		got, n, err := NewPushRequest(rd, o, msgs, 0)
+		got, n, err := newPushRequest(rd, o, msgs, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

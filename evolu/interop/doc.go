@@ -39,7 +39,7 @@
 //     evolu/internal/sqlstore's TestVectorsRBSR (the same transcripts on the
 //     SQLite store); evolu/client's TestVectors* (values, owner keys and
 //     SLIP-21, encrypted changes, the push continuation by
-//     client.NewPushRequest and by protocol.NewPushRequest);
+//     the client's newPushRequest and by protocol.NewPushRequest);
 //   - broadcasts and protocol errors (write key, quota) across the
 //     implementations, and the Ferry client's live loop (client.Run) with
 //     the real TS relay and a subscribed TS client.
