@@ -276,3 +276,48 @@ func TestReplayedJoinAfterRemoval(t *testing.T) {
 		t.Fatalf("the replayed request: %+v, %d members, %d requests", rep, h.members(), len(h.owner.Requests(h.c)))
 	}
 }
+
+// A member whose grant was lost learns of the new epoch from the
+// announcement, waits, asks the owner with a key request (§11.4), and gets
+// the key; a removed user who asks gets no key.
+func TestKeyRequestAfterLostGrant(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	now := time.Now()
+	s.be.eng.SetClock(func() time.Time { return now })
+	// Ben becomes a writer, then Jesper removes Aimee; a vandal destroys
+	// Ben's inbox messages before Ben reads them.
+	if err := s.j1.SetRole(t.Context(), s.c, s.be.UserID(), RoleWriter); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.be)
+	if err := s.j1.RemoveMember(t.Context(), s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	v := srv.Open()
+	ch, _ := v.Changes(t.Context(), nil)
+	var inbox []hub.ID
+	for _, a := range ch.Added {
+		if a.Channel == suite.InboxTag([32]byte(s.be.UserID())) {
+			inbox = append(inbox, a.ID)
+		}
+	}
+	if len(inbox) == 0 {
+		t.Fatal("no grant to lose")
+	}
+	v.Destroy(t.Context(), inbox)
+	syncT(t, s.be)
+	item := RecordID{7}
+	if err := s.be.SetString(s.c, item, "title", "x"); CodeOf(err) != CodeNotWritable {
+		t.Fatalf("Ben wrote without the new key: %v", err)
+	}
+	now = now.Add(11 * time.Minute)
+	syncT(t, s.be) // starts waiting
+	now = now.Add(11 * time.Minute)
+	syncT(t, s.be) // asks
+	syncT(t, s.j1) // answers with the key
+	syncT(t, s.be)
+	if err := s.be.SetString(s.c, item, "title", "after the key request"); err != nil {
+		t.Fatalf("Ben still has no key after asking: %v", err)
+	}
+}

@@ -111,6 +111,7 @@ type Device struct {
 	share     *shares                     // sharing messages waiting to be judged (share.go)
 	rotations map[CollectionID]*rotation  // key changes in progress (rotate.go)
 	hook      func(point string)          // crash tests: called at each rotation step boundary
+	keyWait   map[CollectionID]time.Time  // since when each collection's current key has been missing (keyreq.go)
 	finishing map[CollectionID]flightNote // another device's changes this one was asked to finish (§11.7)
 	epochSeen map[CollectionID][32]byte   // the epoch each collection was last published in (resign.go)
 	delta     Delta                       // changes not yet given to the journal
@@ -244,6 +245,7 @@ func New(cfg Config) (*Device, error) {
 	d.share = newShares()
 	d.rotations = map[CollectionID]*rotation{}
 	d.finishing = map[CollectionID]flightNote{}
+	d.keyWait = map[CollectionID]time.Time{}
 	d.epochSeen = map[CollectionID][32]byte{}
 	return d, nil
 }

@@ -83,11 +83,12 @@ type shares struct {
 	pending  map[hub.ID]*JoinRequest // waiting for the owner
 	grants   map[hub.ID]*grant
 	leaves   map[hub.ID]*LeaveNotice
+	keyreqs  map[hub.ID]*keyReq
 	answered []hub.ID
 }
 
 func newShares() *shares {
-	return &shares{joins: map[hub.ID]*JoinRequest{}, pending: map[hub.ID]*JoinRequest{}, grants: map[hub.ID]*grant{}, leaves: map[hub.ID]*LeaveNotice{}}
+	return &shares{joins: map[hub.ID]*JoinRequest{}, pending: map[hub.ID]*JoinRequest{}, grants: map[hub.ID]*grant{}, leaves: map[hub.ID]*LeaveNotice{}, keyreqs: map[hub.ID]*keyReq{}}
 }
 
 // JoinRequest is a verified join request (§11.2) for an invite of the user.
@@ -127,13 +128,16 @@ type joinPayload struct {
 
 // inboxPayload is a kind-2 inbox message (§11.4): grant or declined.
 type inboxPayload struct {
-	Type  string   `json:"type,required"`
-	C     [16]byte `json:"c,required"`
-	At    [32]byte `json:"at"`
-	Epoch [32]byte `json:"epoch"`
-	K     [32]byte `json:"k"`
-	Sig   [64]byte `json:"sig"`
-	I     [16]byte `json:"i"`
+	Type       string        `json:"type,required"`
+	C          [16]byte      `json:"c,required"`
+	At         [32]byte      `json:"at"`
+	Epoch      [32]byte      `json:"epoch"`
+	K          [32]byte      `json:"k"`
+	Sig        [64]byte      `json:"sig"`
+	I          [16]byte      `json:"i"`
+	Have       [32]byte      `json:"have"`       // keyreq
+	By         [32]byte      `json:"by"`         // keyreq
+	Statements []tjson.Bytes `json:"statements"` // roster reply: statement payloads
 }
 
 // noticePayload is a kind-3 notice in a collection's channel (§11.5).
@@ -198,8 +202,12 @@ func (d *Device) stashInbox(b hub.Body, ch *channel) error {
 		}
 		return errIgnore
 	case "grant":
+	case "keyreq":
+		return d.stashKeyReq(b.ID, c, p.Have, p.By, p.Sig)
+	case "roster":
+		return d.takeRosterReply(c, p.Statements)
 	default:
-		return errIgnore // keyreq replies and newer types: not handled here
+		return errIgnore // newer types
 	}
 	// A key only for a collection the device asked to join or follows (§11.4).
 	if state != stateReq && state != stateActive {
@@ -240,8 +248,19 @@ func (d *Device) stashNotice(b hub.Body, ch *channel, pt []byte) error {
 	if err := tjson.Unmarshal(pt, &p); err != nil {
 		return err
 	}
+	if p.Type == "keyreq" {
+		var k struct {
+			Have [32]byte `json:"have,required"`
+			By   [32]byte `json:"by,required"`
+			Sig  [64]byte `json:"sig,required"`
+		}
+		if err := tjson.Unmarshal(pt, &k); err != nil {
+			return err
+		}
+		return d.stashKeyReq(b.ID, ch.coll.id, k.Have, k.By, k.Sig)
+	}
 	if p.Type != "leave" {
-		return errIgnore // key-request notices: answered by the owner's rotation code
+		return errIgnore
 	}
 	if !suite.VerifyStrict(p.UID[:], suite.LeaveSigInput([16]byte(ch.coll.id), p.UID, p.At), p.Sig[:]) {
 		return fmt.Errorf("%w: leave notice sig does not verify (§11.5)", ErrInvite)
@@ -296,11 +315,15 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 			d.mark(id, MsgDone)
 		}
 	}
+	d.answerKeyReqs()
+	d.askForKeys()
 	if more {
 		d.followMemberships()
 	}
 	return more
 }
+
+func ed25519Sign(d *Device, msg []byte) []byte { return ed25519.Sign(d.id.SignKey, msg) }
 
 func (m *msgInfo) chanOrEmpty() string {
 	if m == nil {
