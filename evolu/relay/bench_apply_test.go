@@ -19,7 +19,7 @@ func exchange(b *testing.B, srv *relay.Server, client protocol.Storage, o protoc
 		b.Fatal(err)
 	}
 	for range 1000 {
-		reply, err := srv.ApplyRequest(ctx, req)
+		reply, err := relay.ApplyRequest(ctx, srv, req)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func FuzzRelayApply(f *testing.F) {
 			copy(owner[:], req[1:17])
 		}
 		n0, fp0 := state(t, owner)
-		reply, err := srv.ApplyRequest(ctx, req)
+		reply, err := relay.ApplyRequest(ctx, srv, req)
 		if err != nil {
 			if !errors.Is(err, protocol.ErrInvalidData) {
 				t.Fatalf("error %v", err)

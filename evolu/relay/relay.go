@@ -169,11 +169,6 @@ func (s *Server) apply(ctx context.Context, c *conn, req []byte) ([]byte, error)
 	})
 }
 
-// ApplyRequest is Apply without a connection, for in-process use.
-func (s *Server) ApplyRequest(ctx context.Context, req []byte) ([]byte, error) {
-	return s.apply(ctx, nil, req)
-}
-
 func (s *Server) subscribe(o protocol.OwnerID, c *conn) {
 	if c == nil {
 		return
