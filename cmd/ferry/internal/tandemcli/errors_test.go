@@ -162,6 +162,8 @@ func TestProfiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(x.home, "data", "ferry", "profile.json")); err != nil {
 		t.Fatalf("not under $XDG_DATA_HOME/ferry: %v", err)
 	}
+	nohome := &device{t: t, home: "", env: []string{"FERRY_HOME=", "HOME=", "XDG_DATA_HOME=relative/ignored"}}
+	wantErr(t, nohome.run("init", "--name", "Cy"), 2, "no place for the profile: pass --profile DIR or set FERRY_HOME")
 	var id struct{ Profile string }
 	r = x.runXDG("status", "--json")
 	if r.code != 0 || !strings.Contains(r.out, filepath.Join(x.home, "data", "ferry")) {
