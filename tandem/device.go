@@ -45,6 +45,12 @@ type Options struct {
 	// a provider's limits (docs/hub-providers.md). nil means
 	// DefaultBudget().
 	Budget *hub.RateBudget
+	// ReadOnlyFor is how long a collection the user was removed from, or
+	// that its owner deleted, stays readable on the device; zero means 30
+	// days (§11.6, §11.9). Then the device stops keeping it, and an owner
+	// device destroys a deleted collection's data on the hub (its roster
+	// stays, so devices returning late learn what happened).
+	ReadOnlyFor time.Duration
 	// HoldFor is how long items waiting for a missing roster statement or
 	// inventory are kept (§9.4); zero means 30 days. Then they are evicted
 	// locally and read from the hub again later; their hub messages are
@@ -216,7 +222,7 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 	if err != nil {
 		return newErr(CodeStorage, err, "the device's database is damaged")
 	}
-	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db, HoldFor: d.opts.HoldFor})
+	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db, HoldFor: d.opts.HoldFor, ReadOnlyFor: d.opts.ReadOnlyFor})
 	if err != nil {
 		return newErr(CodeInternal, err, "cannot start the device")
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Two owner devices race a removal on a hub where one device's view is
@@ -199,5 +200,39 @@ func TestTwoOwnerDevices(t *testing.T) {
 	}
 	if err := s.j2.RemoveMember(t.Context(), s.c, s.be.UserID()); err != nil {
 		t.Fatalf("a change after the discard: %v", err)
+	}
+}
+
+// After the read-only period (§11.9), an owner device destroys a deleted
+// collection's data on the hub and keeps its roster; a device returning
+// late learns it was deleted; a removed user's replica goes too (§11.6).
+func TestEndedCollectionsRetire(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	s.j1.NewRecord(s.c, map[string][]byte{"title": []byte("old")})
+	s.syncAll(1)
+	if err := s.j1.DeleteCollection(t.Context(), s.c); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(1)
+	before := len(hubIDs(t, srv.Open()))
+	later := time.Now().Add(31 * 24 * time.Hour)
+	s.j1.eng.SetClock(func() time.Time { return later })
+	syncT(t, s.j1)
+	after := len(hubIDs(t, srv.Open()))
+	if after >= before {
+		t.Fatalf("hub messages %d → %d: the deleted collection's data stayed", before, after)
+	}
+	if slicesContains(s.j1.Collections(), s.c) {
+		t.Fatal("the owner's device still keeps the deleted collection")
+	}
+	late, err := Restore(t.Context(), filepath.Join(t.TempDir(), "late"), s.j1.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	syncT(t, late)
+	if st, _ := late.CollectionState(s.c); st != StateDeleted {
+		t.Fatalf("a device returning late: %s, want deleted", st)
 	}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	HLC suite.HLC
 	// Journal persists every change; nil keeps the device in memory.
 	Journal Journal
+	// ReadOnlyFor is how long a removed user's replica and a deleted
+	// collection stay readable (§11.6, §11.9); zero means
+	// DefaultReadOnlyFor.
+	ReadOnlyFor time.Duration
 	// HoldFor is how long a message waiting for a missing roster statement
 	// or inventory is kept (§9.4 holding limits); zero means
 	// DefaultHoldFor. After that it is evicted locally and read from the
@@ -82,17 +86,18 @@ const DefaultHoldFor = 30 * 24 * time.Hour
 // The state lives in memory: persisting it is the caller's concern and
 // outside this package.
 type Device struct {
-	id      *suite.Identity
-	dev     suite.DeviceID
-	clock   *record.Clock
-	store   hub.Store
-	journal Journal
-	rand    io.Reader
-	log     *slog.Logger
-	name    string
-	maxHeld int
-	batch   int
-	holdFor time.Duration
+	id          *suite.Identity
+	dev         suite.DeviceID
+	clock       *record.Clock
+	store       hub.Store
+	journal     Journal
+	rand        io.Reader
+	log         *slog.Logger
+	name        string
+	maxHeld     int
+	batch       int
+	holdFor     time.Duration
+	readOnlyFor time.Duration
 
 	syncMu sync.Mutex // one Sync at a time
 
@@ -223,6 +228,10 @@ func New(cfg Config) (*Device, error) {
 	}
 	if d.batch <= 0 {
 		d.batch = DefaultFetchBatch
+	}
+	d.readOnlyFor = cfg.ReadOnlyFor
+	if d.readOnlyFor <= 0 {
+		d.readOnlyFor = DefaultReadOnlyFor
 	}
 	d.holdFor = cfg.HoldFor
 	if d.holdFor <= 0 {

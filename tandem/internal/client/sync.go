@@ -101,6 +101,9 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 	if err == nil {
 		err = d.destroyAnswered(ctx, s)
 	}
+	if err == nil {
+		err = d.retireEnded(ctx, s)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.evictHeld() > 0 && err == nil {
