@@ -1,7 +1,13 @@
 package tandem
 
 import (
+	"crypto/rand"
 	"testing"
+
+	"github.com/ferry-sync/ferry/tandem/internal/client"
+	"github.com/ferry-sync/ferry/tandem/internal/record"
+	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // The sharing story goes on (§11.6): Jesper removes Aimee while her device
@@ -93,5 +99,53 @@ func runRotationStory(t *testing.T, s *sharing) {
 	s.syncAll(2)
 	if r, _ := s.be.Record(s.c, paint); r.Get("title") != "Paint (white)" {
 		t.Fatalf("Ben does not read the new epoch: %+v", r)
+	}
+}
+
+// A write Aimee backdates after her removal — signed under the old epoch's
+// statement and posted in the old epoch's channel, whose key she still
+// holds — is refused by every device that moved on (§11.6).
+func TestBackdatedWriteAfterRemoval(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	paint, _ := s.j1.NewRecord(s.c, map[string][]byte{"title": []byte("Paint")})
+	s.syncAll(1)
+	var oldHead, oldEpoch [32]byte
+	s.ai.eng.View([16]byte(s.c), func(_ *record.State, r *roster.Roster, _ roster.Status) { oldHead, oldEpoch = r.Head().ID(), r.Epoch() })
+	if err := s.j1.RemoveMember(t.Context(), s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(1)
+	// Aimee signs by hand what her device would refuse.
+	id := suite.NewIdentity(s.ai.us)
+	var w *record.Write
+	s.ai.eng.View([16]byte(s.c), func(st *record.State, _ *roster.Roster, _ roster.Status) {
+		var err error
+		w, _, err = st.Build(&record.Writer{Key: id.SignKey, Device: suite.DeviceID{9}, Clock: record.NewClock(suite.HLC{}, nil), Ref: oldHead, Epoch: 0},
+			record.Change{Record: [16]byte(paint), Field: "title", Op: suite.OpAssign, Value: []byte("backdated")})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	tag, key, ok := s.ai.eng.EpochChannel([16]byte(s.c), oldEpoch)
+	if !ok {
+		t.Fatal("Aimee has no key for the old epoch")
+	}
+	pt, err := client.EncodeRecordPayload(&client.RecordPayload{Record: [16]byte(paint), Writes: []client.SignedWrite{{Body: w.Body(), Sig: w.Sig()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := suite.SealEnvelope(suite.KindRecord, key, tag, pt, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Open().Append(t.Context(), tag, env); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []*Device{s.j1, s.j2, s.be} {
+		rep := syncT(t, d)
+		if r, _ := d.Record(s.c, paint); r.Get("title") != "Paint" || rep.Rejected == 0 {
+			t.Fatalf("device %d took the backdated write: %+v (report %+v)", i, r, rep)
+		}
 	}
 }

@@ -745,3 +745,16 @@ func (d *Device) CurrentTag(c CollectionID) string {
 	defer d.mu.Unlock()
 	return d.currentTag(c)
 }
+
+// EpochChannel returns the tag and key of epoch e of collection c, if the
+// device holds its key (the tests' hostile writers use it).
+func (d *Device) EpochChannel(c CollectionID, e [32]byte) (tag string, key [32]byte, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	coll := d.colls[c]
+	if coll == nil {
+		return "", key, false
+	}
+	key, ok = coll.epochs[e]
+	return suite.CollectionTag(key, e), key, ok
+}
