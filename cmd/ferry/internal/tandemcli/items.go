@@ -236,7 +236,7 @@ func (a *app) showCmd() *cobra.Command {
 			if a.json {
 				return emit(c.OutOrStdout(), showOut{List: l, Items: its})
 			}
-			printList(c.OutOrStdout(), l, its)
+			printList(c.OutOrStdout(), l, its, sharing(s.dev, l))
 			return nil
 		},
 	}
@@ -256,8 +256,32 @@ func showField(f fieldOut) string {
 	return "CONFLICT " + strings.Join(parts, " | ")
 }
 
-func printList(w io.Writer, l listInfo, its []itemOut) {
-	fmt.Fprintf(w, "%s  (%d item(s))\n", l.Name, len(its))
+// sharing says who else has list l, for show's header ("" when nobody).
+func sharing(d *tandem.Device, l listInfo) string {
+	ms, err := d.Members(l.id)
+	if err != nil || len(ms) < 2 {
+		return ""
+	}
+	var owner string
+	for _, m := range ms {
+		if m.Role == tandem.RoleOwner {
+			owner = m.Name
+		}
+	}
+	switch l.Role {
+	case tandem.RoleOwner:
+		return fmt.Sprintf("shared with %d other(s)", len(ms)-1)
+	case tandem.RoleReader:
+		return "shared by " + owner + ", read-only for you"
+	}
+	return "shared by " + owner
+}
+
+func printList(w io.Writer, l listInfo, its []itemOut, shared string) {
+	if shared != "" {
+		shared = ", " + shared
+	}
+	fmt.Fprintf(w, "%s  (%d item(s)%s)\n", l.Name, len(its), shared)
 	if l.Removed {
 		fmt.Fprintf(w, "  %s is no longer shared with you.\n", l.Name)
 	}

@@ -177,7 +177,7 @@ func TestSharingDovecot(t *testing.T) {
 		t.Fatalf("approve: %s", out)
 	}
 	b.ok("sync")
-	if out := b.ok("show", "House"); !strings.Contains(out, "Paint the door  colour green") {
+	if out := b.ok("show", "House"); !strings.Contains(out, "Paint the door  colour green") || !strings.Contains(out, "House  (1 item(s), shared by Aimee)") {
 		t.Fatalf("Jesper does not have House:\n%s", out)
 	}
 	b.ok("set", "House", "Paint the door", "colour=blue")
