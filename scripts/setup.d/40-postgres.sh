@@ -8,6 +8,8 @@
 #   $FERRY_CACHE/postgres/data   the cluster (initdb, trust auth on loopback)
 #   $FERRY_CACHE/postgres/log    the server log
 #
+# (in /var/tmp/ferry-postgres instead when the postgres user cannot reach
+# $FERRY_CACHE, e.g. a checkout under /root)
 # listening on 127.0.0.1:$FERRY_POSTGRES_PORT (default 55432, not the default
 # 5432) with its socket in /tmp/ferry-postgres. Re-running it keeps a running
 # server, restarts a stopped one (a stale postmaster.pid after a crash is
@@ -58,6 +60,15 @@ fi
 
 mkdir -p "$SOCK"
 chown "$OWNER" "$DIR" "$SOCK"
+if ! as_pg test -w "$DIR"; then
+	# The server's user cannot reach $FERRY_CACHE (a parent directory such as
+	# /root is private): keep the cluster where it can.
+	DIR=/var/tmp/ferry-postgres
+	DATA="$DIR/data"
+	mkdir -p "$DIR"
+	chown "$OWNER" "$DIR"
+	log "$FERRY_CACHE is not reachable by $OWNER; the cluster lives in $DIR"
+fi
 
 running() { as_pg "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
 
