@@ -285,3 +285,66 @@ func TestPostgresSchemasApart(t *testing.T) {
 		t.Fatalf("subscriber on deployment A got a broadcast after a write in deployment B: %+v", m)
 	}
 }
+
+// TestPostgresWriteKeyRace: two processes receive the first writes of one
+// owner at once with different write keys; exactly one key is registered
+// and the other is refused everywhere.
+func TestPostgresWriteKeyRace(t *testing.T) {
+	relays := threeRelays(t, pgtest.Database(t))
+	o := testOwner(74)
+	keys := []protocol.WriteKey{{1}, {2}, {3}}
+	codes := make([]protocol.ErrorCode, len(keys))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range keys {
+		ws := dialCtx(t, relays[i].url, o.ID)
+		defer ws.CloseNow()
+		req, _, err := protocol.NewPushRequest(o.ID, keys[i], []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: uint64(i + 1)}, Change: make([]byte, 60)}}, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			<-start
+			m, err := protocol.Decode(roundTripTB(t, ws, req))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			codes[i] = m.ErrorCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	won := -1
+	for i, c := range codes {
+		switch c {
+		case protocol.NoError:
+			if won >= 0 {
+				t.Fatalf("keys %d and %d both accepted: %v", won, i, codes)
+			}
+			won = i
+		case protocol.WriteKeyError:
+		default:
+			t.Fatalf("key %d: %v", i, c)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no key accepted: %v", codes)
+	}
+	// Every process now refuses the losers and accepts the winner.
+	for i, r := range relays {
+		for k := range keys {
+			ws := dialCtx(t, r.url, o.ID)
+			req, _, _ := protocol.NewPushRequest(o.ID, keys[k], []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: uint64(100 + 10*i + k)}, Change: make([]byte, 60)}}, 0, nil)
+			m, err := protocol.Decode(roundTripTB(t, ws, req))
+			ws.CloseNow()
+			want := protocol.WriteKeyError
+			if k == won {
+				want = protocol.NoError
+			}
+			if err != nil || m.ErrorCode != want {
+				t.Fatalf("relay %d, key %d (winner %d): %v %v", i, k, won, m, err)
+			}
+		}
+	}
+}
