@@ -255,6 +255,13 @@ func TestSharingDovecot(t *testing.T) {
 	wantErr(t, a1.run("discard", "House", "--yes"), 1, "no change started on another device is waiting in House")
 	wantErr(t, b.run("new-key", "House"), 1, "only the list's owner")
 
+	// A QR invite nobody uses: Ctrl-C stops the wait, the invite stays open.
+	idle := a1.start("share", "House")
+	idle.line(`^Waiting for them to join`)
+	idle.cmd.Process.Signal(os.Interrupt)
+	idle.line(`^Stopped waiting\. The invite works until \d\d:\d\d; a ferry sync then lets them in\.$`)
+	idle.wait()
+
 	// Dan is declined.
 	d := newDevice(t, "dan")
 	d.ok("init", "--name", "Dan")
