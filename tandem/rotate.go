@@ -148,15 +148,13 @@ func (d *Device) CopyCollection(c CollectionID, name string) (CollectionID, erro
 		if r.Deleted {
 			continue
 		}
-		fields := map[string][]byte{}
+		id := r.ID // record IDs are kept, as StartOver keeps them (an app can map old to new)
 		for f, v := range r.Fields {
 			if len(v.Values) > 0 {
-				fields[f] = v.Values[0].Bytes
+				if err := d.Set(nc, id, f, v.Values[0].Bytes); err != nil {
+					return nc, err
+				}
 			}
-		}
-		id, err := d.NewRecord(nc, fields)
-		if err != nil {
-			return nc, err
 		}
 		for f, v := range r.Fields {
 			for _, e := range v.Elements {
