@@ -266,8 +266,16 @@ func TestSharingDovecot(t *testing.T) {
 	d := newDevice(t, "dan")
 	d.ok("init", "--name", "Dan")
 	a1.jsonOut(&inv, "share", "House", "--link")
-	d.ok("join", inv.Link)
+	waiting := d.start("join", inv.Link, "--wait")
+	for i := 0; !strings.Contains(a1.ok("requests"), "Dan wants to join House"); i++ { // join --wait sent it
+		if i == 50 {
+			t.Fatal("Dan's request never arrived")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	a1.ok("decline", "Dan")
+	waiting.line(`^Aimee declined your request to join House\.$`)
+	waiting.wait()
 	d.ok("sync")
 	var st struct {
 		Joins []struct{ State, Message string }
