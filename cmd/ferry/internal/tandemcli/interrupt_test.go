@@ -12,12 +12,15 @@ import (
 )
 
 // hangingJMAP answers the first request with a session document, then
-// holds every later request open until the test ends.
-func hangingJMAP(t *testing.T) *httptest.Server {
+// holds every later request open until the test ends; hung receives a
+// value each time a request is held.
+func hangingJMAP(t *testing.T) (srv *httptest.Server, hung <-chan struct{}) {
 	var n atomic.Int32
 	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	held := make(chan struct{}, 100)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) > 1 {
+			held <- struct{}{}
 			select {
 			case <-stop:
 			case <-r.Context().Done():
@@ -28,7 +31,7 @@ func hangingJMAP(t *testing.T) *httptest.Server {
 		fmt.Fprintf(w, `{"apiUrl":"http://%s/api","capabilities":{"urn:ietf:params:jmap:core":{},"urn:ietf:params:jmap:mail":{}},"accounts":{},"primaryAccounts":{},"username":"x","state":"1"}`, r.Host)
 	}))
 	t.Cleanup(func() { close(stop); srv.Close() })
-	return srv
+	return srv, held
 }
 
 // TestInterrupt: Ctrl-C during a sync that hangs stops at once with one
@@ -36,10 +39,14 @@ func hangingJMAP(t *testing.T) *httptest.Server {
 func TestInterrupt(t *testing.T) {
 	d := initialized(t)
 	d.env = []string{"FERRY_PASSWORD=x"}
-	srv := hangingJMAP(t)
+	srv, hung := hangingJMAP(t)
 	for _, args := range [][]string{{"connect", "jmap", srv.URL, "--user", "x"}, {"sync"}} {
 		p := d.start(args...)
-		time.Sleep(time.Second)
+		select { // the sync is waiting for the server
+		case <-hung:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v never reached the server", args)
+		}
 		start := time.Now()
 		p.cmd.Process.Signal(os.Interrupt)
 		err := p.cmd.Wait()
