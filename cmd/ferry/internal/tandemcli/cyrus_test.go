@@ -1,6 +1,7 @@
 package tandemcli_test
 
 import (
+	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -48,6 +49,20 @@ func TestJMAPCyrus(t *testing.T) {
 	a.ok("sync")
 	if out := a.ok("show", "House", "paint the door"); !strings.Contains(out, "colour     blue  by Jesper") {
 		t.Fatalf("a does not see b's edit:\n%s", out)
+	}
+
+	// A third device, paired with the code over JMAP.
+	c := newDevice(t, "tablet")
+	add := a.start("device", "add")
+	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
+	join := c.start("device", "join", payload, "--name", "Jesper")
+	code := join.line(`^Code (\d{3} \d{3})$`)[1]
+	add.prompt(`Add 'Jesper'\? Code ` + code + ` \[y/N\] `)
+	io.WriteString(add.stdin, "y\n")
+	add.wait()
+	join.wait()
+	if out := c.ok("show", "House"); !strings.Contains(out, "Paint the door  colour blue") {
+		t.Fatalf("the paired tablet:\n%s", out)
 	}
 }
 
