@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
@@ -356,12 +358,14 @@ func (d *Device) todo(deferred map[hub.ID]bool) []hub.ID {
 
 // opened is a message whose envelope opened and whose payload parsed.
 type opened struct {
-	id   hub.ID
-	ch   *channel
-	hash [32]byte
-	env  []byte
-	p    *RecordPayload
-	data []*record.Verified // a data message's writes, once verifyData passed
+	id       hub.ID
+	ch       *channel
+	hash     [32]byte
+	env      []byte
+	verified []*record.Verified // verifyAll's result
+	verr     error
+	p        *RecordPayload
+	data     []*record.Verified // a data message's writes, once verifyData passed
 }
 
 // process judges and merges fetched messages: home first, then roster
@@ -399,6 +403,7 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 			dataMsgs = append(dataMsgs, o)
 		}
 	}
+	verifyAll(dataMsgs)
 	for _, o := range homeMsgs {
 		d.settle(o, d.applyHome(o), rep, deferred)
 	}
@@ -603,7 +608,10 @@ func (d *Device) applyRoster(o *opened) error {
 // merged. Every write is verified first, so a message holding a forgery is
 // rejected at once; then admitData judges eligibility. d.mu is held.
 func (d *Device) applyData(o *opened) error {
-	ws, err := verifyData(o.ch.coll, o.p.Writes)
+	ws, err := o.verified, o.verr
+	if ws == nil && err == nil {
+		ws, err = verifyData(o.ch.coll, o.p.Writes)
+	}
 	if err != nil {
 		return err
 	}
@@ -614,6 +622,33 @@ func (d *Device) applyData(o *opened) error {
 	}
 	d.describe(o.id, kindRecord, o.p.Record, ids)
 	return d.admitData(o)
+}
+
+// verifyAll verifies the signatures of data messages on every core before
+// they are merged one by one: Verify depends only on the write and the
+// collection's fixed rules, so the order does not matter. d.mu is held;
+// the workers touch nothing else of the device.
+func verifyAll(msgs []*opened) {
+	workers := min(runtime.GOMAXPROCS(0), len(msgs))
+	if workers < 2 {
+		return
+	}
+	next := make(chan *opened)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range next {
+				o.verified, o.verr = verifyData(o.ch.coll, o.p.Writes)
+			}
+		}()
+	}
+	for _, o := range msgs {
+		next <- o
+	}
+	close(next)
+	wg.Wait()
 }
 
 // verifyData checks every write of a data message with the collection's

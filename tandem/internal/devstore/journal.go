@@ -46,12 +46,19 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		_, err := tx.ExecContext(ctx, q, args...)
 		return err
 	}
-	var b []byte
-	for _, w := range d.Writes {
-		id, scope := w.ID(), w.Body().Scope
-		b = record.AppendStored(b[:0], w)
-		if err := exec("INSERT OR IGNORE INTO writes(wid, scope, stored) VALUES(?, ?, ?)", id[:], scope[:], b); err != nil {
+	if len(d.Writes) > 0 {
+		stmt, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO writes(wid, scope, stored) VALUES(?, ?, ?)")
+		if err != nil {
 			return err
+		}
+		defer stmt.Close()
+		var b []byte
+		for _, w := range d.Writes {
+			id, scope := w.ID(), w.Body().Scope
+			b = record.AppendStored(b[:0], w)
+			if _, err := stmt.ExecContext(ctx, id[:], scope[:], b); err != nil {
+				return err
+			}
 		}
 	}
 	for _, st := range d.Statements {
@@ -64,10 +71,16 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 			return err
 		}
 	}
-	for _, m := range d.Msgs {
-		if err := exec("INSERT INTO msgs(id, channel, state, hash, kind, rec, writes) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash, kind = excluded.kind, rec = excluded.rec, writes = excluded.writes",
-			string(m.ID), m.Channel, int(m.State), m.Hash[:], int(m.Kind), m.Rec[:], m.Writes); err != nil {
+	if len(d.Msgs) > 0 {
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO msgs(id, channel, state, hash, kind, rec, writes) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash, kind = excluded.kind, rec = excluded.rec, writes = excluded.writes")
+		if err != nil {
 			return err
+		}
+		defer stmt.Close()
+		for _, m := range d.Msgs {
+			if _, err := stmt.ExecContext(ctx, string(m.ID), m.Channel, int(m.State), m.Hash[:], int(m.Kind), m.Rec[:], m.Writes); err != nil {
+				return err
+			}
 		}
 	}
 	for _, id := range d.Gone {
