@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -36,15 +37,27 @@ type Hub struct {
 }
 
 // JMAPHub describes a JMAP account by its session URL and bearer token
-// (Fastmail: an API token).
+// (Fastmail: an API token). A bare origin (https://host or https://host/)
+// means the well-known session resource, https://host/.well-known/jmap
+// (RFC 8620 §2.2).
 func JMAPHub(sessionURL, token string) Hub {
-	return Hub{kind: "jmap", session: sessionURL, token: token}
+	return Hub{kind: "jmap", session: wellKnown(sessionURL), token: token}
+}
+
+// wellKnown turns a bare origin into its JMAP session URL.
+func wellKnown(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return s
+	}
+	u.Path = "/.well-known/jmap"
+	return u.String()
 }
 
 // JMAPBasicHub describes a JMAP account reached with a user name and
 // password (HTTP Basic; servers such as Cyrus and Stalwart).
 func JMAPBasicHub(sessionURL, user, password string) Hub {
-	return Hub{kind: "jmap", session: sessionURL, user: user, password: password}
+	return Hub{kind: "jmap", session: wellKnown(sessionURL), user: user, password: password}
 }
 
 // bearer adds an RFC 6750 bearer token to every request.

@@ -149,3 +149,38 @@ func TestBackdatedWriteAfterRemoval(t *testing.T) {
 		}
 	}
 }
+
+// A removed user may ask to join again through a new invite; the owner is
+// always asked, even for a QR that approves automatically (§11.3).
+func TestRemovedUserAsksAgain(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	if err := s.j1.RemoveMember(t.Context(), s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.ai)
+	qr, err := s.j1.Invite(s.c, InviteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if _, err := s.ai.Join(t.Context(), qr.Payload, "Aimee"); err != nil {
+		t.Fatalf("a removed user asking again: %v", err)
+	}
+	syncT(t, s.ai)
+	syncT(t, s.j1)
+	reqs := s.j1.Requests(s.c)
+	if len(reqs) != 1 || !reqs[0].PreviouslyRemoved {
+		t.Fatalf("requests %+v, want Aimee's, marked previously removed", reqs)
+	}
+	if err := s.j1.Approve(t.Context(), reqs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.ai)
+	if st, _ := s.ai.CollectionState(s.c); st != StateFollowing {
+		t.Fatalf("Aimee after being let back in: %s", st)
+	}
+	if _, err := s.be.Join(t.Context(), qr.Payload, "Ben"); err == nil || CodeOf(err) != CodeInvalid {
+		t.Fatalf("a member joining again: %v", err)
+	}
+}

@@ -165,10 +165,13 @@ func (d *Device) Join(ctx context.Context, invite, name string) (CollectionID, e
 		return CollectionID{}, err
 	}
 	if err := eng.Join(info.payload, name); err != nil {
-		if errors.Is(err, client.ErrInviteExpired) {
+		switch {
+		case errors.Is(err, client.ErrInviteExpired):
 			return CollectionID{}, newErr(CodeExpired, err, msgExpired)
+		case errors.Is(err, client.ErrAlreadyMember):
+			return CollectionID{}, newErr(CodeInvalid, err, "you are already in this list")
 		}
-		return CollectionID{}, newErr(CodeInvalid, err, "this invite can't be used: %v", errors.Unwrap(err))
+		return CollectionID{}, newErr(CodeInvalid, err, "this invite can't be used: ask for a new one")
 	}
 	d.notifyLocal()
 	return info.Collection, nil

@@ -3,6 +3,7 @@ package client
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 	"github.com/ferry-sync/ferry/tandem/internal/tjson"
 )
+
+// ErrAlreadyMember: a join asked by a user the collection already lists.
+var ErrAlreadyMember = errors.New("tandem/client: already a member")
 
 // InvitePolicy is what an invite admits (§11.1).
 type InvitePolicy struct {
@@ -159,8 +163,12 @@ func (d *Device) Join(p *InvitePayload, name string) error {
 		return ErrInviteExpired
 	}
 	c := CollectionID(p.C)
-	if _, ok := d.colls[c]; ok {
-		return fmt.Errorf("%w: already following this collection", ErrInvite)
+	if r, ok := d.colls[c].chainRoster(); ok {
+		if _, listed := r.State().Member(d.id.UID); listed {
+			return fmt.Errorf("%w: %w", ErrInvite, ErrAlreadyMember)
+		}
+		// Removed earlier: asking again is allowed; the owner is always
+		// asked (§11.3), and the read-only replica stays until then.
 	}
 	inv := suite.NewInvite(p.S)
 	jp := map[string]any{"uid": tjson.Bytes(d.id.UID[:]), "uka": tjson.Bytes(d.id.UKa[:]), "name": name,
