@@ -120,8 +120,12 @@ func TestRepeatsAfterDeliveryDropped(t *testing.T) {
 // FuzzReceiverReordered: a transfer of the fuzzer's bytes, cut into chunks
 // of the fuzzer's size, arrives in the fuzzer's order with repeats and one
 // hostile chunk of the fuzzer's choosing for the same transfer. The
-// receiver never panics, delivers at most once, and what it delivers is
-// exactly what was sent; without the hostile chunk it always delivers.
+// receiver never panics and delivers at most once; without a hostile chunk
+// for the transfer it always delivers exactly what was sent. A hostile
+// chunk for the same transfer may win the race for its index (the
+// receiver can't tell which of two chunks is the peer's real one; the
+// document engine judges the bytes it is given), so then any single
+// delivery is allowed.
 func FuzzReceiverReordered(f *testing.F) {
 	f.Add([]byte("hello, world"), uint64(1), uint8(3), []byte{})
 	f.Add([]byte("x"), uint64(7), uint8(1), Chunk{Index: 1, Body: []byte("y")}.Marshal())
@@ -154,8 +158,8 @@ func FuzzReceiverReordered(f *testing.F) {
 			link.Send(hostile)
 		}
 		link.Flush()
-		if len(got) > 1 || len(got) == 1 && !bytes.Equal(got[0], data) {
-			t.Fatalf("%d deliveries", len(got))
+		if len(got) > 1 || len(got) == 1 && !hostileFor && !bytes.Equal(got[0], data) {
+			t.Fatalf("%d deliveries (hostile chunk for this transfer: %v)", len(got), hostileFor)
 		}
 		if !hostileFor && len(got) != 1 {
 			t.Fatalf("reordered transfer of %d bytes in %d chunks not delivered", len(data), len(chunks))
