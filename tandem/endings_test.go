@@ -236,3 +236,23 @@ func TestEndedCollectionsRetire(t *testing.T) {
 		t.Fatalf("a device returning late: %s, want deleted", st)
 	}
 }
+
+// The race of two owner devices on real Dovecot.
+func TestOwnerDevicesRaceDovecot(t *testing.T) {
+	h := dovecotHub(t, "felix")
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Hub: h} })
+	if err := s.j1.eng.BeginRotation([16]byte(s.c), 0, [32]byte(s.ai.UserID()), "removing Aimee"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.j2.eng.BeginRotation([16]byte(s.c), 0, [32]byte(s.be.UserID()), "removing Ben"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	s.syncAll(2)
+	for i, d := range []*Device{s.j1, s.j2, s.ai, s.ai2, s.be} {
+		if st, _ := d.CollectionState(s.c); st != StateDead && st != StateRemoved {
+			t.Fatalf("device %d: %s, want dead", i, st)
+		}
+	}
+}

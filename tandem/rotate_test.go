@@ -40,8 +40,15 @@ func runRotationStory(t *testing.T, s *sharing) {
 		t.Fatal(err)
 	}
 	// Jesper removes Aimee: epoch 1.
+	var epoch0 [32]byte
+	s.j1.eng.View([16]byte(s.c), func(_ *record.State, r *roster.Roster, _ roster.Status) { epoch0 = r.Epoch() })
 	if err := s.j1.RemoveMember(ctx, s.c, s.ai.UserID()); err != nil {
 		t.Fatal(err)
+	}
+	tag0, _, _ := s.j1.eng.EpochChannel([16]byte(s.c), epoch0)
+	syncT(t, s.j1)
+	if recs, rosterMsgs := s.j1.eng.CountIn(tag0); recs != 0 || rosterMsgs == 0 {
+		t.Fatalf("epoch 0's channel after the rotation: %d data messages (want 0), %d roster messages (want some)", recs, rosterMsgs)
 	}
 	if s.j1.eng.Rotating([16]byte(s.c)) {
 		t.Fatal("the rotation did not finish in one sync")

@@ -28,23 +28,25 @@ func TestSharingStoryCyrusMixed(t *testing.T) {
 		p = p*10 + int(c-'0')
 	}
 	imap := IMAPHub(host, p, "elena", pass)
-	n := 0
+	aimees := 0
 	s := shareStory(t, func(name string) Options {
-		n++
-		switch {
-		case name == "Jesper" && n == 1: // Jesper's first device: JMAP
+		switch name {
+		case "Jesper": // Jesper's phone: JMAP
 			return Options{Name: name, Hub: jm}
-		case name == "Jesper": // his second: IMAP
-			return Options{Name: name, Hub: imap}
-		case name == "Ben": // Ben's app brings its own IMAP binding
+		case "Jesper's laptop": // paired: takes the hub in the QR code (JMAP)
+			return Options{Name: name}
+		case "Ben": // Ben's app brings its own IMAP binding
 			return Options{Name: name, Store: func(ctx context.Context) (hub.Store, error) {
 				return imaphub.Open(ctx, imaphub.Config{Addr: addr, User: "elena", Password: pass})
 			}}
 		}
-		return Options{Name: name} // Aimee takes the hub in the invite: JMAP
+		if aimees++; aimees > 1 { // Aimee's second device: IMAP
+			return Options{Name: name, Hub: imap}
+		}
+		return Options{Name: name} // Aimee's first takes the hub in the invite: JMAP
 	})
-	if s.j2.Hub().Kind() != "imap" || s.ai.Hub().Kind() != "jmap" {
-		t.Fatalf("bindings: j2 %s, Aimee %s", s.j2.Hub(), s.ai.Hub())
+	if s.ai2.Hub().Kind() != "imap" || s.ai.Hub().Kind() != "jmap" || s.j2.Hub().Kind() != "jmap" {
+		t.Fatalf("bindings: Aimee %s and %s, Jesper's laptop %s", s.ai.Hub(), s.ai2.Hub(), s.j2.Hub())
 	}
 	runSharingChecks(t, s)
 }

@@ -10,9 +10,9 @@ import (
 // showed it) and with Ben, as a reader, by link (approved on Jesper's
 // second device).
 type sharing struct {
-	t              *testing.T
-	j1, j2, ai, be *Device
-	c              CollectionID
+	t                   *testing.T
+	j1, j2, ai, ai2, be *Device
+	c                   CollectionID
 }
 
 func shareStory(t *testing.T, opts func(name string) Options) *sharing {
@@ -24,17 +24,16 @@ func shareStory(t *testing.T, opts func(name string) Options) *sharing {
 		t.Fatal(err)
 	}
 	syncT(t, s.j1)
-	o := opts("Jesper")
-	o.Logger = quiet()
-	if s.j2, err = Restore(t.Context(), filepath.Join(dir, "j2"), s.j1.ShowBackupKey(), o); err != nil {
-		t.Fatal(err)
-	}
+	// Jesper's second device is added by pairing (§6.3).
+	s.j2, _ = pairT(t, s.j1, filepath.Join(dir, "j2"), opts("Jesper's laptop"))
 	syncT(t, s.j2)
 	s.ai = openT(t, filepath.Join(dir, "aimee"), opts("Aimee"))
 	s.be = openT(t, filepath.Join(dir, "ben"), opts("Ben"))
 	t.Cleanup(func() {
-		for _, d := range []*Device{s.j1, s.j2, s.ai, s.be} {
-			d.Close()
+		for _, d := range []*Device{s.j1, s.j2, s.ai, s.ai2, s.be} {
+			if d != nil {
+				d.Close()
+			}
 		}
 	})
 
@@ -58,6 +57,16 @@ func shareStory(t *testing.T, opts func(name string) Options) *sharing {
 	}
 	if st, _ := s.ai.CollectionState(s.c); st != StateFollowing {
 		t.Fatalf("Aimee's collection: %s", st)
+	}
+	// Aimee's second device, from her backup key, finds House in her home.
+	o := opts("Aimee")
+	o.Logger = quiet()
+	if s.ai2, err = Restore(t.Context(), filepath.Join(dir, "aimee2"), s.ai.ShowBackupKey(), o); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.ai2)
+	if st, _ := s.ai2.CollectionState(s.c); st != StateFollowing {
+		t.Fatalf("Aimee's second device: %s", st)
 	}
 
 	// Ben, by link as a reader: approved on Jesper's second device.
@@ -93,7 +102,7 @@ func shareStory(t *testing.T, opts func(name string) Options) *sharing {
 	return s
 }
 
-func (s *sharing) all() []*Device { return []*Device{s.j1, s.j2, s.ai, s.be} }
+func (s *sharing) all() []*Device { return []*Device{s.j1, s.j2, s.ai, s.ai2, s.be} }
 
 func (s *sharing) syncAll(rounds int) {
 	for range rounds {
@@ -161,6 +170,10 @@ func runSharingChecks(t *testing.T, s *sharing) {
 	if slicesContains(s.ai.Collections(), s.c) {
 		t.Fatal("Aimee still follows House after leaving")
 	}
+	syncT(t, s.ai2)
+	if slicesContains(s.ai2.Collections(), s.c) {
+		t.Fatal("Aimee's second device still follows House after she left on the first")
+	}
 }
 
 func slicesContains(cs []CollectionID, c CollectionID) bool {
@@ -171,3 +184,4 @@ func slicesContains(cs []CollectionID, c CollectionID) bool {
 	}
 	return false
 }
+

@@ -758,3 +758,22 @@ func (d *Device) EpochChannel(c CollectionID, e [32]byte) (tag string, key [32]b
 	key, ok = coll.epochs[e]
 	return suite.CollectionTag(key, e), key, ok
 }
+
+// CountIn counts the record-state and roster messages the device's index
+// holds in channel tag (after a pull, what the hub holds there).
+func (d *Device) CountIn(tag string) (records, rosterMsgs int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, m := range d.msgs {
+		if m.channel != tag {
+			continue
+		}
+		switch m.kind {
+		case kindRecord:
+			records++
+		case kindRoster:
+			rosterMsgs++
+		}
+	}
+	return records, rosterMsgs
+}
