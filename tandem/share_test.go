@@ -184,4 +184,3 @@ func slicesContains(cs []CollectionID, c CollectionID) bool {
 	}
 	return false
 }
-
