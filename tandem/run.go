@@ -26,7 +26,7 @@ const (
 // whether it is online and when it last synced. A hub that is down never
 // stops Run; a refused credential does, with an *Error of CodeAuth whose
 // Message is the §13.3 sentence. Run returns nil when ctx ends; it starts
-// no goroutine that outlives it.
+// no goroutine that outlives it. docs/decisions/tandem-run.md.
 func (d *Device) Run(ctx context.Context) error {
 	kick := make(chan struct{}, 1)
 	signal := func() {

@@ -10,6 +10,9 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
+// Publishing by record state, garbage collection and healing:
+// docs/decisions/tandem-publishing.md.
+
 // SoftMessage is the size a published message aims to stay under (§10.6:
 // SHOULD stay under 64 KiB). A record whose state is larger is published in
 // several messages.
