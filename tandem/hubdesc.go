@@ -60,6 +60,19 @@ func JMAPBasicHub(sessionURL, user, password string) Hub {
 	return Hub{kind: "jmap", session: wellKnown(sessionURL), user: user, password: password}
 }
 
+// closingStore closes the HTTP transport it was given with the store, so
+// that no idle connection (and its goroutines) outlives the device.
+type closingStore struct {
+	hub.Store
+	transport *http.Transport
+}
+
+func (s closingStore) Close() error {
+	err := s.Store.Close()
+	s.transport.CloseIdleConnections()
+	return err
+}
+
 // bearer adds an RFC 6750 bearer token to every request.
 type bearer struct {
 	token string
@@ -178,17 +191,22 @@ const dialTimeout = 10 * time.Second
 func (h Hub) open(ctx context.Context, budget *hub.RateBudget) (hub.Store, error) {
 	switch h.kind {
 	case "jmap":
-		var rt http.RoundTripper = &http.Transport{
+		tr := &http.Transport{
 			Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext,
-			TLSHandshakeTimeout: dialTimeout,
+			TLSHandshakeTimeout: dialTimeout, IdleConnTimeout: 90 * time.Second,
 		}
-		cfg := jmaphub.Config{SessionURL: h.session, HTTPClient: &http.Client{Transport: rt}, Budget: budget}
+		cfg := jmaphub.Config{SessionURL: h.session, HTTPClient: &http.Client{Transport: tr}, Budget: budget}
 		if h.user != "" {
 			cfg.Username, cfg.Password = h.user, h.password
 		} else if h.token != "" {
-			cfg.HTTPClient.Transport = bearer{token: h.token, next: rt}
+			cfg.HTTPClient.Transport = bearer{token: h.token, next: tr}
 		}
-		return jmaphub.Open(ctx, cfg)
+		s, err := jmaphub.Open(ctx, cfg)
+		if err != nil {
+			tr.CloseIdleConnections()
+			return nil, err
+		}
+		return closingStore{Store: s, transport: tr}, nil
 	case "imap":
 		cfg := imaphub.Config{Addr: net.JoinHostPort(h.host, strconv.Itoa(h.port)), User: h.user, Password: h.password, Budget: budget}
 		switch h.security {
