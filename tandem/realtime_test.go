@@ -1,6 +1,7 @@
 package tandem
 
 import (
+	"time"
 	"context"
 	"path/filepath"
 	"testing"
@@ -146,5 +147,47 @@ func TestHealingAfterRotation(t *testing.T) {
 	}
 	if !bytesEqual(stateOf(t, tab, s.c), stateOf(t, s.j1, s.c)) {
 		t.Fatal("states differ")
+	}
+}
+
+// A sync reports its progress reading the hub (Status.Received of
+// Receiving), so an app can draw a first sync's download.
+func TestFirstSyncProgress(t *testing.T) {
+	srv := memhub.NewServer()
+	a := openT(t, filepath.Join(t.TempDir(), "a"), Options{Store: memStore(srv)})
+	defer a.Close()
+	c, _ := a.NewCollection("Many")
+	for i := 0; i < 1500; i++ {
+		a.NewRecord(c, map[string][]byte{"title": []byte{byte(i), byte(i >> 8)}})
+	}
+	syncT(t, a)
+	b, err := Restore(t.Context(), filepath.Join(t.TempDir(), "b"), a.ShowBackupKey(), Options{Store: memStore(srv), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	done, stop := make(chan struct{}), make(chan struct{})
+	seen := 0
+	go func() {
+		defer close(done)
+		for {
+			if st := b.Status(); st.Receiving > 0 && st.Received <= st.Receiving {
+				seen = max(seen, st.Received)
+			}
+			select {
+			case <-time.After(200 * time.Microsecond):
+			case <-stop:
+				return
+			}
+		}
+	}()
+	syncT(t, b)
+	close(stop)
+	<-done
+	if seen == 0 {
+		t.Fatal("no progress seen while reading 1,500 messages")
+	}
+	if st := b.Status(); st.Receiving != 0 || st.Received != 0 {
+		t.Fatalf("progress after the sync: %+v", st)
 	}
 }

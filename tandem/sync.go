@@ -146,14 +146,20 @@ type Status struct {
 	Healed   int       // records and statements published again since the device was opened (§12.2)
 	Rejected int       // messages refused since the device was opened (logged)
 	Err      error     // the last attempt's error (*Error), nil after a success
+	// Received and Receiving are the running sync's progress reading the
+	// hub: messages read so far, of those it has to read (0 of 0 when no
+	// sync runs). A first sync of a large collection reads thousands.
+	Received, Receiving int
 }
 
 // Status returns the device's sync status.
 func (d *Device) Status() Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	got, of := d.eng.Fetching()
 	return Status{Offline: d.status.offline, Online: d.status.watching && !d.status.offline, LastSync: d.status.lastSync,
-		Pending: d.eng.Pending(), Waiting: d.eng.Held(), Healed: d.status.healed, Rejected: d.status.rejected, Err: d.status.lastErr}
+		Pending: d.eng.Pending(), Waiting: d.eng.Held(), Healed: d.status.healed, Rejected: d.status.rejected, Err: d.status.lastErr,
+		Received: got, Receiving: of}
 }
 
 // CollectionState says how the device follows a collection (§9.4).

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -100,6 +101,8 @@ type Device struct {
 	readOnlyFor time.Duration
 
 	syncMu sync.Mutex // one Sync at a time
+
+	fetching, fetched atomic.Int64 // the running pull's messages to read and read so far
 
 	mu        sync.Mutex // guards everything below
 	home      *record.State
@@ -330,6 +333,12 @@ func (d *Device) Channels() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Fetching returns how many messages the running Sync has read and has to
+// read (0, 0 when none runs): the progress of a first sync.
+func (d *Device) Fetching() (fetched, total int) {
+	return int(d.fetched.Load()), int(d.fetching.Load())
 }
 
 // Held returns the number of messages held for a missing dependency.

@@ -195,11 +195,14 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 		return err
 	}
 	deferred := map[hub.ID]bool{} // not processed this time (held limit)
+	defer d.fetching.Store(0)
+	defer d.fetched.Store(0)
 	for {
 		todo := d.todo(deferred)
 		if len(todo) == 0 {
 			break
 		}
+		d.fetching.Add(int64(len(todo)))
 		for start := 0; start < len(todo); start += d.batch {
 			batch := todo[start:min(start+d.batch, len(todo))]
 			bodies, err := s.Fetch(ctx, batch)
@@ -210,6 +213,7 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 				return fmt.Errorf("tandem/client: fetch: %w", &hub.ProtocolError{Op: "fetch", Msg: "wrong number of bodies"})
 			}
 			rep.Fetched += len(bodies)
+			d.fetched.Add(int64(len(bodies)))
 			d.mu.Lock()
 			d.process(bodies, rep, deferred)
 			err = d.commitSynced()

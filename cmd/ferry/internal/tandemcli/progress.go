@@ -13,8 +13,10 @@ const progressTick = 150 * time.Millisecond
 
 // withProgress runs fn (work that syncs) and, when stdout and stderr are
 // terminals, shows on stderr how many of this device's changes are sent
-// (tandem's Status.Pending going down) and how long it has taken. Plain
-// output (a pipe, a file, --json) gets no progress lines.
+// (tandem's Status.Pending going down), how many messages are read from the
+// hub (Status.Received of Receiving: a first sync's download) and how long
+// it has taken. Plain output (a pipe, a file, --json) gets no progress
+// lines.
 func (a *app) withProgress(s *session, what string, fn func() error) error {
 	if a.json || !isTerminal(a.stdout) || !isTerminal(a.stderr) {
 		return fn()
@@ -38,9 +40,13 @@ func drawProgress(w io.Writer, s *session, what string, done <-chan struct{}) {
 	t := time.NewTicker(progressTick)
 	defer t.Stop()
 	for {
-		pending := s.dev.Status().Pending
-		total = max(total, pending)
-		fmt.Fprintf(w, "\r\033[K%s", progressLine(what, total-pending, total, time.Since(start)))
+		st := s.dev.Status()
+		total = max(total, st.Pending)
+		line := progressLine(what, total-st.Pending, total, time.Since(start))
+		if st.Receiving > 0 {
+			line += fmt.Sprintf(", %d/%d received", st.Received, st.Receiving)
+		}
+		fmt.Fprintf(w, "\r\033[K%s", line)
 		select {
 		case <-done:
 			fmt.Fprint(w, "\r\033[K")
