@@ -1,10 +1,10 @@
 package tandem
 
 import (
-	"time"
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
