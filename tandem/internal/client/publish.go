@@ -51,11 +51,7 @@ func (d *Device) pushRecord(ctx context.Context, s hub.Store, m outMsg, rep *Syn
 		rep.Published++
 		newest = id
 		d.mu.Lock()
-		h := hub.Hash(p.env)
-		d.msgs[id] = &msgInfo{channel: m.channel, hash: h, kind: kindRecord, rec: m.rec, writes: p.ids}
-		d.order = append(d.order, id)
-		d.byHash[h] = id
-		d.mark(id, MsgOwn)
+		d.recordAppended(id, m.channel, p.env, kindRecord, m.rec, p.ids)
 		err = d.commitSynced()
 		d.mu.Unlock()
 		if err != nil {
@@ -84,6 +80,17 @@ func (d *Device) pushRecord(ctx context.Context, s hub.Store, m outMsg, rep *Syn
 		d.forget(id)
 	}
 	return d.commitSynced()
+}
+
+// recordAppended indexes a message this device just appended: it is not
+// fetched back, and the next pull checks it is still there (MsgOwn).
+// d.mu is held.
+func (d *Device) recordAppended(id hub.ID, channel string, env []byte, kind msgKind, rec [16]byte, ids [][32]byte) {
+	h := hub.Hash(env)
+	d.msgs[id] = &msgInfo{channel: channel, hash: h, kind: kind, rec: rec, writes: ids}
+	d.order = append(d.order, id)
+	d.byHash[h] = id
+	d.mark(id, MsgOwn)
 }
 
 // forget removes a destroyed message from the index. d.mu is held.

@@ -447,11 +447,7 @@ func (d *Device) appendIn(ctx context.Context, s hub.Store, ch *channel, pt []by
 	d.at("upload")
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := hub.Hash(env)
-	d.msgs[id] = &msgInfo{channel: ch.tag, hash: h, kind: kind, rec: rec, writes: ids}
-	d.order = append(d.order, id)
-	d.byHash[h] = id
-	d.mark(id, MsgOwn)
+	d.recordAppended(id, ch.tag, env, kind, rec, ids)
 	return d.commitSynced()
 }
 
@@ -512,11 +508,7 @@ func (d *Device) uploadEpoch(ctx context.Context, s hub.Store, rot *rotation, re
 		rep.Published++
 		d.at("upload")
 		d.mu.Lock()
-		h := hub.Hash(p.env)
-		d.msgs[id] = &msgInfo{channel: ch.tag, hash: h, kind: kindRecord, rec: recs[i], writes: p.ids}
-		d.order = append(d.order, id)
-		d.byHash[h] = id
-		d.mark(id, MsgOwn)
+		d.recordAppended(id, ch.tag, p.env, kindRecord, recs[i], p.ids)
 		err = d.commitSynced()
 		d.mu.Unlock()
 		if err != nil {
@@ -721,21 +713,9 @@ func (d *Device) OwnerChange(c CollectionID, promote *[32]byte, del bool) error 
 	if err != nil {
 		return err
 	}
-	ch, err := d.currentChannel(coll)
-	if err != nil {
+	if err := d.queueStatement(coll, chg.Statement); err != nil {
 		return err
 	}
-	st := chg.Statement
-	m, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
-	if err != nil {
-		return err
-	}
-	if err := coll.chain.Add(st, roster.Origin{Channel: ch.epoch}); err != nil {
-		return err
-	}
-	d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, ch.epoch, st.Body(), st.Sig()))
-	m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
-	d.enqueue(m)
 	return d.commit()
 }
 

@@ -424,11 +424,20 @@ func (d *Device) admit(j *JoinRequest) error {
 	if err != nil {
 		return err
 	}
+	if err := d.queueStatement(coll, chg.Statement); err != nil {
+		return err
+	}
+	r, _ = coll.chain.Roster()
+	return d.sendGrant(coll, r, j.UID, j.UKA, j.ID)
+}
+
+// queueStatement follows a same-epoch statement the owner just signed and
+// queues it in the collection's current channel (§8.2). d.mu is held.
+func (d *Device) queueStatement(coll *collection, st *roster.Statement) error {
 	ch, err := d.currentChannel(coll)
 	if err != nil {
 		return err
 	}
-	st := chg.Statement
 	m, err := d.seal(ch, &RecordPayload{Record: rosterRecordID, Writes: []SignedWrite{{Body: st.Body(), Sig: st.Sig()}}})
 	if err != nil {
 		return err
@@ -439,8 +448,7 @@ func (d *Device) admit(j *JoinRequest) error {
 	d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, ch.epoch, st.Body(), st.Sig()))
 	m.kind, m.ids = kindRoster, [][32]byte{st.ID()}
 	d.enqueue(m)
-	r, _ = coll.chain.Roster()
-	return d.sendGrant(coll, r, j.UID, j.UKA, j.ID)
+	return nil
 }
 
 // sendGrant queues a grant of the current epoch's key to uid, sealed to

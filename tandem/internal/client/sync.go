@@ -160,10 +160,7 @@ func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 		rep.Published++
 		d.mu.Lock()
 		if !there {
-			d.msgs[id] = &msgInfo{channel: m.channel, hash: h, kind: m.kind, writes: m.ids}
-			d.order = append(d.order, id)
-			d.byHash[h] = id
-			d.mark(id, MsgOwn)
+			d.recordAppended(id, m.channel, m.envelope, m.kind, [16]byte{}, m.ids)
 		}
 		d.dropPublished(m.seq)
 		err := d.commitSynced()
