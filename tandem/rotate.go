@@ -118,7 +118,7 @@ func (d *Device) sharingErr(err error) error {
 	case errors.Is(err, client.ErrInFlight):
 		_, what, _ := strings.Cut(err.Error(), ": ")
 		_, what, _ = strings.Cut(what, ": ")
-		return newErr(CodeInFlight, err, "another of your devices started %s and didn't finish: finish or discard it there first", what)
+		return newErr(CodeInFlight, err, "another of your devices started %s and didn't finish: finish or discard that change first", what)
 	case errors.Is(err, client.ErrNotOwner):
 		msg = "only the list's owner can change who it is shared with"
 	case errors.Is(err, roster.ErrStateMismatch):

@@ -30,18 +30,23 @@ func (a *app) listChangeCmd(lc listChange) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			if err := a.syncForSharing(c, s); err != nil {
-				return err
-			}
 			l, err := findList(s.dev, as[0])
 			if err != nil {
 				return err
 			}
+			// Asked before anything happens: an answer of no leaves the
+			// device as it was, without even a sync.
 			if lc.confirm != nil && !a.confirm(c, lc.confirm(l)) {
 				return failf("declined", "nothing changed in %s", l.Name)
 			}
+			if err := a.syncForSharing(c, s); err != nil {
+				return err
+			}
+			if l, err = findList(s.dev, as[0]); err != nil {
+				return err
+			}
 			var msg string
-			err = a.sharingChange(c, s, func(ctx context.Context) (err error) {
+			err = a.sharingChange(c, s, l, func(ctx context.Context) (err error) {
 				msg, err = lc.run(ctx, s, l)
 				return err
 			})

@@ -187,7 +187,7 @@ func editErr(err error, l listInfo) error {
 		}
 		switch l.State {
 		case tandem.StateDead:
-			return failf("not_writable", "%s can't sync any more, so it is read-only: copy it to a new list", l.Name)
+			return failf("not_writable", "%s can't sync any more, so it is read-only: ferry copy %s makes a new list from it", l.Name, short(l.ID))
 		case tandem.StateDeleted:
 			return failf("not_writable", "%s was deleted by its owner: it is read-only", l.Name)
 		case tandem.StateWaiting:

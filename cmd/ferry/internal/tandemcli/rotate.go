@@ -50,11 +50,15 @@ func (a *app) syncForSharing(c *cobra.Command, s *session) error {
 
 // sharingChange runs one change of who a list is shared with, within the
 // sync timeout, and records the sync's outcome.
-func (a *app) sharingChange(c *cobra.Command, s *session, fn func(ctx context.Context) error) error {
+func (a *app) sharingChange(c *cobra.Command, s *session, l listInfo, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(c.Context(), syncTimeout)
 	defer cancel()
 	err := a.withProgress(s, "Changing who the list is shared with", func() error { return fn(ctx) })
 	s.saveState(err)
+	if what, ok := s.dev.ChangeInFlight(l.id); ok && tandem.CodeOf(err) == tandem.CodeInFlight {
+		// §11.7: this device can finish or discard the other one's change.
+		return failf("in_flight", "another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s, first", what, short(l.ID), short(l.ID))
+	}
 	return err
 }
 
@@ -88,7 +92,7 @@ func (a *app) roleCmd() *cobra.Command {
 			if m.Role == role {
 				return failf("invalid", "%s is already a %s of %s", m.Name, role, l.Name)
 			}
-			if err := a.sharingChange(c, s, func(ctx context.Context) error { return s.dev.SetRole(ctx, l.id, m.User, role) }); err != nil {
+			if err := a.sharingChange(c, s, l, func(ctx context.Context) error { return s.dev.SetRole(ctx, l.id, m.User, role) }); err != nil {
 				return err
 			}
 			if a.json {
@@ -127,7 +131,7 @@ func (a *app) removeCmd() *cobra.Command {
 			if !a.confirm(c, fmt.Sprintf("Remove %s from %s?", m.Name, l.Name)) {
 				return failf("declined", "%s stays in %s (answer y to remove)", m.Name, l.Name)
 			}
-			if err := a.sharingChange(c, s, func(ctx context.Context) error { return s.dev.RemoveMember(ctx, l.id, m.User) }); err != nil {
+			if err := a.sharingChange(c, s, l, func(ctx context.Context) error { return s.dev.RemoveMember(ctx, l.id, m.User) }); err != nil {
 				return err
 			}
 			if a.json {
@@ -160,7 +164,7 @@ func (a *app) deleteCmd() *cobra.Command {
 			if !a.confirm(c, fmt.Sprintf("Delete %s for everyone? There is no undo.", l.Name)) {
 				return failf("declined", "%s is kept (answer y to delete it)", l.Name)
 			}
-			if err := a.sharingChange(c, s, func(ctx context.Context) error { return s.dev.DeleteCollection(ctx, l.id) }); err != nil {
+			if err := a.sharingChange(c, s, l, func(ctx context.Context) error { return s.dev.DeleteCollection(ctx, l.id) }); err != nil {
 				return err
 			}
 			if a.json {

@@ -291,7 +291,7 @@ func printStatus(c *cobra.Command, o statusOut) {
 			fmt.Fprintf(w, "    %s is no longer shared with you.\n", l.Name)
 		}
 		if l.State == "can't sync" && o.Connection == "ok" {
-			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list?\n", l.Name)
+			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list? (ferry copy %s)\n", l.Name, short(l.ID))
 		}
 	}
 }
