@@ -1,6 +1,7 @@
 package tandemcli_test
 
 import (
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -106,11 +107,17 @@ func (s *ownerTwoDevices) cutRemoval(t *testing.T, name string, rule func(string
 // back, carries on without doing it twice; Jesper is removed everywhere.
 func TestChangeInFlightFinishDovecot(t *testing.T) {
 	s := setUpOwnerTwoDevices(t)
+	watch := s.o2.start("sync", "--watch")
+	watch.line(`^Connected: changes from elsewhere appear here`)
 	s.cutRemoval(t, "Jesper", cutAtAnnounce())
-
-	s.o2.ok("sync")
 	what := "removing Jesper in House"
 	notice := "Another of your devices started " + what + " and didn't finish: ferry finish " + s.house + ", or ferry discard " + s.house + "."
+	watch.line(`^` + regexp.QuoteMeta(notice) + `$`) // live, as it arrives
+	watch.cmd.Process.Signal(os.Interrupt)
+	watch.line(`^Stopped\.$`)
+	watch.wait()
+
+	s.o2.ok("sync")
 	if out := s.o2.ok("status"); !strings.Contains(out, notice) {
 		t.Fatalf("the phone's status does not show the change in flight:\n%s", out)
 	}
@@ -220,6 +227,8 @@ func TestChangeInFlightDiscardDovecot(t *testing.T) {
 // command, refuses edits with a line, and the copy works.
 func TestDeadListDovecot(t *testing.T) {
 	s := setUpOwnerTwoDevices(t)
+	watch := s.cc.start("sync", "--watch")
+	watch.line(`^Connected: changes from elsewhere appear here`)
 	s.gate.arm(holdAll)
 	laptop := s.o1.start("remove", "House", "Jesper", "--yes")
 	s.gate.waitHeld(1) // the laptop's note, held: the phone cannot see it
@@ -228,6 +237,10 @@ func TestDeadListDovecot(t *testing.T) {
 	s.gate.release()
 	laptop.cmd.Wait()
 	phone.cmd.Wait()
+	watch.line(`^House can't sync any more\. Copy it to a new list\? \(ferry copy ` + s.house + `\)$`)
+	watch.cmd.Process.Signal(os.Interrupt)
+	watch.line(`^Stopped\.$`)
+	watch.wait()
 	s.syncAll()
 
 	msg := regexp.MustCompile(`House can't sync any more\. Copy it to a new list\? \(ferry copy ` + s.house + `\)`)
