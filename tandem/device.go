@@ -226,7 +226,14 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 	if err != nil {
 		return newErr(CodeInternal, err, "cannot start the device")
 	}
-	if err := eng.Restore(ctx, d.db.Source()); err != nil {
+	if err := d.db.Scanning(ctx, true); err != nil {
+		return newErr(CodeStorage, err, "cannot read the device's database")
+	}
+	err = eng.Restore(ctx, d.db.Source())
+	if serr := d.db.Scanning(ctx, false); err == nil && serr != nil {
+		return newErr(CodeStorage, serr, "cannot read the device's database")
+	}
+	if err != nil {
 		return newErr(CodeStorage, err, "the device's database is damaged")
 	}
 	d.eng = eng

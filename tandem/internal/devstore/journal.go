@@ -181,29 +181,57 @@ func (r *source) each(ctx context.Context, q string, args []any, fn func(*sql.Ro
 }
 
 func (r *source) Writes(ctx context.Context, scope [16]byte, fn func([]byte, [32]byte) error) error {
+	var a arena
 	return r.each(ctx, "SELECT wid, stored FROM writes WHERE scope = ?", []any{scope[:]}, func(rows *sql.Rows) error {
-		var id, b []byte
+		var id, b sql.RawBytes
 		if err := rows.Scan(&id, &b); err != nil {
 			return err
 		}
 		if len(id) != 32 {
 			return fmt.Errorf("devstore: write id of %d bytes", len(id))
 		}
-		return fn(b, [32]byte(id))
+		return fn(a.keep(b), [32]byte(id))
 	})
 }
 
 func (r *source) OtherWrites(ctx context.Context, not [16]byte, fn func([16]byte, []byte, [32]byte) error) error {
-	return r.each(ctx, "SELECT scope, wid, stored FROM writes NOT INDEXED WHERE scope != ?", []any{not[:]}, func(rows *sql.Rows) error {
-		var scope, id, b []byte
-		if err := rows.Scan(&scope, &id, &b); err != nil {
+	// One column per row, scope || wid || stored, checked in the query:
+	// the driver's cost is per column, and this is the longest read of a
+	// reopening (docs/benchmarks/tandem-device.md).
+	var a arena
+	const q = "SELECT CASE WHEN length(scope) = 16 AND length(wid) = 32 THEN scope || wid || stored END FROM writes NOT INDEXED WHERE scope != ?"
+	return r.each(ctx, q, []any{not[:]}, func(rows *sql.Rows) error {
+		var row sql.RawBytes
+		if err := rows.Scan(&row); err != nil {
 			return err
 		}
-		if len(id) != 32 || len(scope) != 16 {
+		if len(row) < 48 {
 			return fmt.Errorf("devstore: malformed write row")
 		}
-		return fn([16]byte(scope), b, [32]byte(id))
+		return fn([16]byte(row[:16]), a.keep(row[48:]), [32]byte(row[16:48]))
 	})
+}
+
+// arena copies the stored bytes of many rows into few large allocations:
+// a device keeps every write it loads, so one allocation per row only
+// costs time (reopening reads 100,000 of them).
+type arena struct{ buf []byte }
+
+const arenaChunk = 256 << 10
+
+// keep returns a copy of b that outlives the row it came from.
+func (a *arena) keep(b []byte) []byte {
+	if len(b) > arenaChunk/8 {
+		c := make([]byte, len(b))
+		copy(c, b)
+		return c
+	}
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 func (r *source) Statements(ctx context.Context, fn func(client.SavedStatement) error) error {
