@@ -41,11 +41,7 @@ func TestArenaKeep(t *testing.T) {
 // Scanning switches the page cache and back.
 func TestScanning(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "d.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTest(t)
 	size := func() int {
 		var n int
 		if err := db.db.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&n); err != nil {
@@ -67,11 +63,7 @@ func TestScanning(t *testing.T) {
 // A write row of the wrong shape fails the reading; it is not skipped.
 func TestOtherWritesMalformed(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "d.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTest(t)
 	good := func(scope []byte, id byte) {
 		wid := bytes.Repeat([]byte{id}, 32)
 		if _, err := db.db.ExecContext(ctx, "INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", wid, scope, []byte("stored bytes")); err != nil {
@@ -82,7 +74,7 @@ func TestOtherWritesMalformed(t *testing.T) {
 	good(home[:], 1)
 	good(coll, 2)
 	var n int
-	err = db.Source().OtherWrites(ctx, home, func(scope [16]byte, b []byte, id [32]byte) error {
+	err := db.Source().OtherWrites(ctx, home, func(scope [16]byte, b []byte, id [32]byte) error {
 		if !bytes.Equal(scope[:], coll) || string(b) != "stored bytes" || id != [32]byte(bytes.Repeat([]byte{2}, 32)) {
 			t.Errorf("row read as %x %q %x", scope, b, id)
 		}
@@ -96,4 +88,14 @@ func TestOtherWritesMalformed(t *testing.T) {
 	if err := db.Source().OtherWrites(ctx, home, func([16]byte, []byte, [32]byte) error { return nil }); err == nil {
 		t.Fatal("a row with a 15-byte scope was read")
 	}
+}
+
+func openTest(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
