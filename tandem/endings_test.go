@@ -256,3 +256,22 @@ func TestOwnerDevicesRaceDovecot(t *testing.T) {
 		}
 	}
 }
+
+// A change asked for while this device's own last one is unfinished is
+// refused with a line about this device, not about another one (§11.7).
+func TestOwnChangeUnfinished(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	if err := s.j1.eng.BeginRotation([16]byte(s.c), 0, [32]byte(s.ai.UserID()), "removing Aimee in House"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.j1.sharingErr(s.c, s.j1.eng.BeginRotation([16]byte(s.c), 0, [32]byte(s.be.UserID()), "removing Ben in House"))
+	var e *Error
+	if CodeOf(err) != CodeInFlight || !errors.As(err, &e) || e.Message != "this device's last change to who the list is shared with is not finished yet: sync, then try again" {
+		t.Fatalf("a second change on the same device: %v", err)
+	}
+	syncT(t, s.j1)
+	if err := s.j1.RemoveMember(t.Context(), s.c, s.be.UserID()); err != nil {
+		t.Fatalf("a change after the first finished: %v", err)
+	}
+}

@@ -77,7 +77,7 @@ func (d *Device) rotate(ctx context.Context, c CollectionID, kind client.Rotatio
 		what += " in " + names[0].String()
 	}
 	if err := eng.BeginRotation(client.CollectionID(c), kind, [32]byte(user), what); err != nil {
-		return d.sharingErr(err)
+		return d.sharingErr(c, err)
 	}
 	d.notifyLocal()
 	_, err = d.Sync(ctx)
@@ -93,7 +93,7 @@ func (d *Device) ownerChange(ctx context.Context, c CollectionID, promote *[32]b
 		return err
 	}
 	if err := eng.OwnerChange(client.CollectionID(c), promote, del); err != nil {
-		return d.sharingErr(err)
+		return d.sharingErr(c, err)
 	}
 	d.notifyLocal()
 	_, err = d.Sync(ctx)
@@ -112,9 +112,11 @@ func (d *Device) needNetwork(ctx context.Context) error {
 	return nil
 }
 
-func (d *Device) sharingErr(err error) error {
+func (d *Device) sharingErr(c CollectionID, err error) error {
 	var msg string
 	switch {
+	case errors.Is(err, client.ErrInFlight) && d.eng.Rotating(client.CollectionID(c)):
+		return newErr(CodeInFlight, err, "this device's last change to who the list is shared with is not finished yet: sync, then try again")
 	case errors.Is(err, client.ErrInFlight):
 		_, what, _ := strings.Cut(err.Error(), ": ")
 		_, what, _ = strings.Cut(what, ": ")
