@@ -23,15 +23,11 @@ A field in conflict is copied with the first of its values; ferry says which.`,
 					return err
 				}
 			}
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			name := l.Name + " (copy)"
 			if len(as) == 2 {
 				name = as[1]

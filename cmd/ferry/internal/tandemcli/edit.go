@@ -77,15 +77,11 @@ func (a *app) addCmd() *cobra.Command {
 				}
 				fields[x.field] = []byte(x.value)
 			}
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			id, err := s.dev.NewRecord(l.id, fields)
 			if err != nil {
 				return editErr(err, l)

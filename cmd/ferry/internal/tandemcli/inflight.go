@@ -25,15 +25,11 @@ func (a *app) listChangeCmd(lc listChange) *cobra.Command {
 		Long:    lc.long,
 		Args:    args(1, 1, lc.use+" LIST"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			// Asked before anything happens: an answer of no leaves the
 			// device as it was, without even a sync.
 			if lc.confirm != nil && !a.confirm(c, lc.confirm(l)) {

@@ -206,15 +206,11 @@ func (a *app) showCmd() *cobra.Command {
 		Short:   "Show a list's items, or one item's fields; conflicts show each value and who wrote it",
 		Args:    args(1, 2, "show LIST [ITEM]"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			if len(as) == 2 {
 				if all {
 					return usagef("--all applies to a whole list, not to one item")

@@ -222,15 +222,11 @@ func (a *app) renameCmd() *cobra.Command {
 			if err := checkListName(as[1]); err != nil {
 				return err
 			}
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			if err := s.dev.Rename(l.id, as[1]); err != nil {
 				if tandem.CodeOf(err) == tandem.CodeNotWritable {
 					return failf("not_writable", "only the owner of %q can rename it", l.Name)

@@ -40,15 +40,11 @@ func (a *app) membersCmd() *cobra.Command {
 		Short:   "Show who a list is shared with, their roles, and (for its owner) open invites and requests",
 		Args:    args(1, 1, "members LIST"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			// Requests and leave notices arrive by sync (tandem keeps them in memory).
 			if _, err := a.syncOnce(c.Context(), s, syncTimeout); err != nil && classify(err).Kind != "offline" && classify(err).Kind != "no_hub" {
 				return err
@@ -118,15 +114,11 @@ func (a *app) leaveCmd() *cobra.Command {
 		Short:   "Leave a list someone shared with you: gone from all your devices",
 		Args:    args(1, 1, "leave LIST"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			if !a.confirm(c, fmt.Sprintf("Leave %s? It goes from all your devices.", l.Name)) {
 				return failf("declined", "still in %s (answer y to leave)", l.Name)
 			}

@@ -173,6 +173,21 @@ const watcherLockWait = 3 * time.Second
 // open opens the initialized profile's device.
 func (a *app) open(ctx context.Context) (*session, error) { return a.openAs(ctx, false) }
 
+// openList opens the device and finds the list a user named (before any
+// sync); the caller closes the session.
+func (a *app) openList(ctx context.Context, name string) (*session, listInfo, error) {
+	s, err := a.open(ctx)
+	if err != nil {
+		return nil, listInfo{}, err
+	}
+	l, err := findList(s.dev, name)
+	if err != nil {
+		s.close()
+		return nil, listInfo{}, err
+	}
+	return s, l, nil
+}
+
 // openAs opens the device; a watcher does not ask others to yield.
 func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 	dir, _, err := a.profileDir()

@@ -152,15 +152,11 @@ func (a *app) deleteCmd() *cobra.Command {
 		Short:   "Delete a list for everyone it is shared with (its owner only; no undo)",
 		Args:    args(1, 1, "delete LIST"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, err := a.open(c.Context())
+			s, l, err := a.openList(c.Context(), as[0])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
 			if !a.confirm(c, fmt.Sprintf("Delete %s for everyone? There is no undo.", l.Name)) {
 				return failf("declined", "%s is kept (answer y to delete it)", l.Name)
 			}
