@@ -58,10 +58,13 @@ func ParseRecordID(s string) (RecordID, error) {
 }
 
 // Author is who wrote a value (§1.1 goal 5): the user, verified by their
-// signature, and the name the collection's roster gives them.
+// signature, and the name the collection's roster gives them. For a user
+// the roster no longer lists (removed, or left and then removed by the
+// owner), Name is the last name its history gave them and Removed is set.
 type Author struct {
-	User UserID
-	Name string
+	User    UserID
+	Name    string
+	Removed bool // no longer a member; Name is from the roster's history
 }
 
 // Value is one value of a register field, with its author. A field with
@@ -148,7 +151,7 @@ func (d *Device) Collections() []CollectionID {
 func (d *Device) Name(c CollectionID) ([]Value, error) {
 	var out []Value
 	err := d.view(c, func(s *record.State, r *roster.Roster) {
-		out = values(s, r, roster.MetaRecordID(), client.MetaNameField)
+		out = values(s, newAuthors(r), roster.MetaRecordID(), client.MetaNameField)
 	})
 	return out, err
 }
@@ -268,10 +271,10 @@ func (d *Device) Record(c CollectionID, id RecordID) (Record, error) {
 func (d *Device) Records(c CollectionID) ([]Record, error) {
 	var out []Record
 	err := d.view(c, func(s *record.State, r *roster.Roster) {
-		meta := roster.MetaRecordID()
+		meta, names := roster.MetaRecordID(), newAuthors(r)
 		for rec := range s.Records() {
 			if rec != meta {
-				out = append(out, readRecord(s, r, rec))
+				out = append(out, readRecordBy(s, r, names, rec))
 			}
 		}
 	})
@@ -292,6 +295,10 @@ func (d *Device) view(c CollectionID, fn func(*record.State, *roster.Roster)) er
 }
 
 func readRecord(s *record.State, r *roster.Roster, rec [16]byte) Record {
+	return readRecordBy(s, r, newAuthors(r), rec)
+}
+
+func readRecordBy(s *record.State, r *roster.Roster, names *authors, rec [16]byte) Record {
 	var epoch uint64
 	if r != nil {
 		epoch, _ = r.Counter(r.Head().ID())
@@ -301,29 +308,54 @@ func readRecord(s *record.State, r *roster.Roster, rec [16]byte) Record {
 		if strings.HasPrefix(f, "_") {
 			continue
 		}
-		fl := Field{Values: values(s, r, rec, f), Elements: s.Members(rec, f)}
+		fl := Field{Values: values(s, names, rec, f), Elements: s.Members(rec, f)}
 		fl.Unsettleable = s.Unsettleable(record.Change{Record: rec, Field: f, Op: suite.OpAssign}, epoch)
 		out.Fields[f] = fl
 	}
 	return out
 }
 
-func values(s *record.State, r *roster.Roster, rec [16]byte, field string) []Value {
+func values(s *record.State, names *authors, rec [16]byte, field string) []Value {
 	var out []Value
 	for _, v := range s.Values(rec, field) {
-		out = append(out, Value{Bytes: v.Value, Author: author(r, v.Author)})
+		out = append(out, Value{Bytes: v.Value, Author: names.of(v.Author)})
 	}
 	slices.SortFunc(out, func(a, b Value) int { return bytes.Compare(a.Bytes, b.Bytes) })
 	return out
 }
 
-// author names a user as the roster does.
-func author(r *roster.Roster, uid [32]byte) Author {
+// authors names users as a roster does: a member by their entry; a user
+// the roster no longer lists by the last entry its history gave them,
+// marked Removed. The history is read once, at the first such user.
+type authors struct {
+	r    *roster.Roster
+	past map[[32]byte]string
+}
+
+func newAuthors(r *roster.Roster) *authors { return &authors{r: r} }
+
+func (n *authors) of(uid [32]byte) Author {
 	a := Author{User: UserID(uid)}
-	if r != nil {
-		if m, ok := r.State().Member(uid); ok {
-			a.Name = m.Name
+	if n.r == nil {
+		return a
+	}
+	if m, ok := n.r.State().Member(uid); ok {
+		a.Name = m.Name
+		return a
+	}
+	if n.past == nil {
+		n.past = map[[32]byte]string{}
+		sts := n.r.Statements()
+		for i := len(sts) - 1; i >= 0; i-- {
+			for _, m := range sts[i].State().Members {
+				if _, seen := n.past[m.UID]; !seen {
+					n.past[m.UID] = m.Name
+				}
+			}
 		}
+	}
+	if name, ok := n.past[uid]; ok {
+		a.Name, a.Removed = name, true
 	}
 	return a
 }
