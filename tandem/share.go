@@ -276,16 +276,23 @@ func (d *Device) Role(c CollectionID) Role {
 	return ""
 }
 
-// Leave leaves collection c (§11.5): gone from all the user's devices; the
-// owner sees it and confirms. The owner can't leave.
+// Leave leaves collection c (§11.5): gone from all the user's devices.
+// A member of a live list tells the owner, who sees it and confirms. A
+// user removed from the list (Removed), or anyone of a deleted one — its
+// owner included — just drops the read-only replica everywhere
+// (docs/decisions/tandem-leave-ended.md). The owner can't leave a live
+// list (CodeNotWritable).
 func (d *Device) Leave(c CollectionID) error {
 	eng, err := d.engine()
 	if err != nil {
 		return err
 	}
 	if err := eng.Leave(client.CollectionID(c)); err != nil {
-		if errors.Is(err, client.ErrNotWritable) {
+		switch {
+		case errors.Is(err, client.ErrOwnerCantLeave):
 			return newErr(CodeNotWritable, err, "the owner can't leave a list: delete it instead")
+		case errors.Is(err, client.ErrNotWritable):
+			return newErr(CodeNotWritable, err, "this list can't be left until it has synced: sync, then try again")
 		}
 		return d.editErr(err)
 	}
@@ -339,6 +346,33 @@ func (d *Device) Membership(c CollectionID) MembershipState {
 		return MembershipWaiting
 	}
 	return MembershipState(st)
+}
+
+// DeclineReason says why a request to join was declined
+// (MembershipDeclined).
+type DeclineReason string
+
+// Decline reasons. A decline is a hint the joiner can't verify (§11.4); a
+// valid grant that arrives later still counts.
+const (
+	DeclineNone    DeclineReason = ""        // not declined
+	DeclineByOwner DeclineReason = "owner"   // the owner declined the request
+	DeclineUsedUp  DeclineReason = "used"    // the invite had no uses left
+	DeclineExpired DeclineReason = "expired" // the invite had expired
+	DeclineClosed  DeclineReason = "closed"  // the invite was closed (or someone it admitted was removed, §11.1)
+)
+
+// WhyDeclined returns why the request to join collection c was declined
+// (DeclineNone unless Membership is MembershipDeclined).
+func (d *Device) WhyDeclined(c CollectionID) DeclineReason {
+	return DeclineNone
+}
+
+// Message is the sentence for the joiner (§13.2); owner and list are the
+// owner's and the collection's names as the app knows them (either may be
+// "").
+func (r DeclineReason) Message(owner, list string) string {
+	return ""
 }
 
 // OpenInvites lists the open invites of collection c (the owner's view).

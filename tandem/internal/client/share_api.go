@@ -270,39 +270,60 @@ func (d *Device) Decline(id string) error {
 	return d.commit()
 }
 
-// Leave leaves a collection the user is a member of (§11.5): home says
-// left (every device of the user stops following), and a leave notice goes
-// to the owner in the current epoch. The owner can't leave.
+// ErrOwnerCantLeave: the owner asked to leave a live collection (§11.5).
+var ErrOwnerCantLeave = errors.New("tandem/client: the owner can't leave; delete the collection instead")
+
+// Leave leaves a collection (§11.5). A member of a live collection sets
+// home to left (every device of the user stops following) and posts a
+// leave notice to the owner in the current epoch. A user no longer listed
+// (removed: the replica is read-only) and anyone, owner included, of a
+// deleted collection (§11.9) have nobody to tell: home says left and the
+// replica goes from every device of the user
+// (docs/decisions/tandem-leave-ended.md). The owner of a live collection
+// can't leave.
 func (d *Device) Leave(c CollectionID) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return err
+	}
 	coll := d.colls[c]
 	r, ok := coll.chainRoster()
-	switch {
-	case !ok:
+	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownCollection, c)
-	case r.Owner() == d.id.UID:
-		return fmt.Errorf("%w: the owner can't leave; delete the collection instead", ErrNotWritable)
 	}
-	ch, err := d.currentChannel(coll)
-	if err != nil {
+	_, listed := r.State().Member(d.id.UID)
+	ended := r.State().Deleted || !listed
+	if r.Owner() == d.id.UID && !ended {
+		return ErrOwnerCantLeave
+	}
+	var notice *outMsg
+	if !ended {
+		ch, err := d.currentChannel(coll)
+		if err != nil {
+			return err
+		}
+		at := r.Head().ID()
+		pt, err := json.Marshal(map[string]any{"type": "leave", "uid": tjson.Bytes(d.id.UID[:]), "at": tjson.Bytes(at[:]),
+			"sig": tjson.Bytes(ed25519.Sign(d.id.SignKey, suite.LeaveSigInput([16]byte(c), d.id.UID, at)))})
+		if err != nil {
+			return err
+		}
+		env, err := suite.SealEnvelope(suite.KindRequest, ch.key, ch.tag, pt, d.rand)
+		if err != nil {
+			return err
+		}
+		notice = &outMsg{channel: ch.tag, envelope: env}
+	}
+	name := membershipName(c)
+	rec := suite.NamedRecordID(name)
+	if err := d.homeChanges([]record.Change{{Record: rec, Field: fieldName, Op: suite.OpAssign, Value: []byte(name)},
+		{Record: rec, Field: fieldState, Op: suite.OpAssign, Value: []byte(stateLeft)}}); err != nil {
 		return err
 	}
-	at := r.Head().ID()
-	pt, err := json.Marshal(map[string]any{"type": "leave", "uid": tjson.Bytes(d.id.UID[:]), "at": tjson.Bytes(at[:]),
-		"sig": tjson.Bytes(ed25519.Sign(d.id.SignKey, suite.LeaveSigInput([16]byte(c), d.id.UID, at)))})
-	if err != nil {
-		return err
+	if notice != nil {
+		d.enqueue(*notice)
 	}
-	env, err := suite.SealEnvelope(suite.KindRequest, ch.key, ch.tag, pt, d.rand)
-	if err != nil {
-		return err
-	}
-	rec := suite.NamedRecordID(membershipName(c))
-	if err := d.homeChanges([]record.Change{{Record: rec, Field: fieldState, Op: suite.OpAssign, Value: []byte(stateLeft)}}); err != nil {
-		return err
-	}
-	d.enqueue(outMsg{channel: ch.tag, envelope: env})
 	if err := d.commit(); err != nil {
 		return err
 	}
