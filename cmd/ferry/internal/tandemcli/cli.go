@@ -6,11 +6,14 @@ package tandemcli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Config is what the commands take from their surroundings.
@@ -38,9 +41,8 @@ func Register(root *cobra.Command, cfg Config) {
 	if a.getenv == nil {
 		a.getenv = os.Getenv
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &Error{Exit: ExitUsage, Kind: "usage", Msg: err.Error() + " (see ferry help)", Err: err}
-	})
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(helpCmd(root))
 	root.AddGroup(&cobra.Group{ID: groupSetup, Title: "Set up a device (Tandem):"},
 		&cobra.Group{ID: groupLists, Title: "Lists (Tandem):"},
 		&cobra.Group{ID: groupShare, Title: "Sharing (Tandem):"},
@@ -84,7 +86,7 @@ func args(min, max int, names string) cobra.PositionalArgs {
 			if names == "" {
 				names = c.Name()
 			}
-			return usagef("usage: ferry %s (see ferry %s --help)", names, c.Name())
+			return usagef("usage: ferry %s (see %s --help)", names, c.CommandPath())
 		}
 		return nil
 	}
@@ -116,3 +118,44 @@ const exitCodesText = `Exit status: ferry exits with
 With --json, an error is printed on stderr as
   {"error":{"kind":"...","message":"..."},"exit":N}
 where kind is a stable word for scripts (usage, not_found, auth, offline, ...).`
+
+// flagError turns a flag parsing error into a usage error (exit 2) that
+// names the flag, what it takes and the command's help.
+func flagError(c *cobra.Command, err error) error {
+	msg := err.Error()
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) && iv.GetFlag() != nil {
+		f := iv.GetFlag()
+		want, ok := map[string]string{"duration": "a duration such as 30s, 5m or 1h", "int": "a whole number", "bool": "true or false"}[f.Value.Type()]
+		if ok {
+			msg = fmt.Sprintf("--%s takes %s, not %q", f.Name, want, iv.GetValue())
+		}
+	}
+	return &Error{Exit: ExitUsage, Kind: "usage", Msg: msg + " (see " + c.CommandPath() + " --help)", Err: err}
+}
+
+// helpCmd is "ferry help [COMMAND]": cobra's, except that an unknown
+// topic is a usage error (exit 2) instead of a page of usage and exit 0.
+func helpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, as []string) error {
+			cmd, _, err := root.Find(as)
+			if err != nil || cmd == nil || (len(as) > 0 && cmd == root) {
+				return usagef("there is no command or help topic %q (ferry help lists them)", strings.Join(as, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, as []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, sub := range root.Commands() {
+				if sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+}

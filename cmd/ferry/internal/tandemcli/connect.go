@@ -2,6 +2,7 @@ package tandemcli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,7 +37,7 @@ func (a *app) connectCmd() *cobra.Command {
 		Use:     "connect",
 		GroupID: groupSetup,
 		Short:   "Connect this device to the mail account its lists sync through",
-		Long: `Connect the device to a mail account, its sync hub (tandem.txt §13.1). A
+		Long: `Connect the device to the mail account its lists sync through. A
 dedicated account is strongly recommended. Ferry checks the address and the
 credential (within --timeout) before it saves anything, then syncs once.
 
@@ -258,10 +259,14 @@ func readDescriptor(stdin io.Reader, path string) (tandem.Hub, descriptor, error
 		}
 	}
 	if len(b) > maxDescriptor {
-		return tandem.Hub{}, d, failf("invalid", "this is not a hub description (it is too long): paste what ferry hub qr shows")
+		return tandem.Hub{}, d, failf("invalid", "this is not the text ferry hub qr shows (it is too long): paste the whole line it printed")
 	}
 	h, err := tandem.ParseHub([]byte(strings.TrimSpace(string(b))))
-	if err != nil {
+	var te *tandem.Error
+	switch {
+	case errors.As(err, &te) && tandem.CodeOf(err) == tandem.CodeInvalid && te.Message == "this is not a hub description":
+		return tandem.Hub{}, d, failf("invalid", "this is not the text ferry hub qr shows: paste the whole line it printed")
+	case err != nil:
 		return tandem.Hub{}, d, err
 	}
 	hb, _ := h.MarshalJSON()

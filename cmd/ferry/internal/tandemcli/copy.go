@@ -13,7 +13,7 @@ func (a *app) copyCmd() *cobra.Command {
 		Use:     "copy LIST [NEWNAME]",
 		GroupID: groupLists,
 		Short:   "Copy a list into a new one of yours (the way on for a list that can't sync any more)",
-		Long: `Copy a list's items into a new list that you own (§11.8: a list that can't
+		Long: `Copy a list's items into a new list that you own (for a list that can't
 sync any more stays readable; its copy is yours, and you share it again).
 A field in conflict is copied with the first of its values; ferry says which.`,
 		Args: args(1, 2, "copy LIST [NEWNAME]"),

@@ -39,7 +39,7 @@ func (a *app) deviceAddCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "add",
 		Short: "Show a QR code for 2 minutes; approve the new device when its code matches",
-		Long: `Add a device (§6.3): shows a QR code (and its text) for two minutes. On the
+		Long: `Add a device: shows a QR code (and its text) for two minutes. On the
 new device run ferry device join with it; it shows a six-digit code. Here
 ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
 		Args: args(0, 0, "device add"),
@@ -157,7 +157,7 @@ func (a *app) deviceJoinCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "join CODE",
 		Short: "Become another device of the user who shows ferry device add (CODE is its text, - for standard input)",
-		Long: `Join the identity another device shows with ferry device add (§6.3), in an
+		Long: `Join the identity another device shows with ferry device add, in an
 empty profile. ferry shows a six-digit code: tell the other device to add
 this one only if it shows the same code. The mail account comes with it.`,
 		Args: args(1, 1, "device join CODE"),

@@ -125,6 +125,11 @@ func (a *app) setCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, x := range set {
+				if x.field == fieldTitle && strings.TrimSpace(x.value) == "" {
+					return usagef("an item needs a title: give title=TEXT, or ferry rm to delete the item")
+				}
+			}
 			return a.editItem(c, as[0], as[1], func(s *session, l listInfo, id tandem.RecordID, it itemOut) (string, error) {
 				var done []string
 				for _, x := range set {

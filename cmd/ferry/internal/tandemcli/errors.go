@@ -81,6 +81,15 @@ func classify(err error) *Error {
 		return t
 	}
 	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command ") {
+		// cobra's "unknown command "x" for "ferry"\n\nDid you mean this?\n\tshow\n"
+		head, sugg, _ := strings.Cut(msg, "\n")
+		head = strings.TrimSuffix(head, ` for "ferry"`)
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(sugg), "Did you mean this?")); len(f) > 0 {
+			head += ": did you mean " + strings.Join(f, " or ") + "?"
+		}
+		return &Error{Exit: ExitUsage, Kind: "usage", Msg: head + " (see ferry help)", Err: err}
+	}
 	for _, p := range []string{"unknown command ", "unknown flag", "unknown shorthand flag", "invalid argument ", "flag needs an argument", "accepts ", "requires at least ", "requires at most ", "accepts between "} {
 		if strings.HasPrefix(msg, p) {
 			return &Error{Exit: ExitUsage, Kind: "usage", Msg: msg + " (see ferry help)", Err: err}

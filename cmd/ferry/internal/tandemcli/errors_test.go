@@ -62,7 +62,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"set", "Groceries", "Milk", "qty=1", "qty=2"}, "", 2, "the field qty is given twice"},
 		{[]string{"set", "Groceries", "Nothing", "qty=2"}, "", 1, `"Groceries" has no item "Nothing"`},
 		{[]string{"tag", "Groceries", "Milk"}, "", 2, "usage: ferry tag LIST ITEM TAG..."},
-		{[]string{"done", "Groceries", "Milk", "--undo=maybe"}, "", 2, "invalid argument"},
+		{[]string{"done", "Groceries", "Milk", "--undo=maybe"}, "", 2, `--undo takes true or false, not "maybe" (see ferry done --help)`},
 		{[]string{"rename", "Groceries", ""}, "", 2, "a list's name is one line"},
 		{[]string{"sync"}, "", 1, "not connected to a mail account yet: run ferry connect"},
 		{[]string{"sync", "--timeout", "1s"}, "", 2, "--timeout 1s is out of range: give 5s to 1h"},
@@ -89,7 +89,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"connect", "imap", "127.0.0.1:143", "--user", "x", "--password", "secret"}, "", 2, "unknown flag: --password"},
 		{[]string{"connect", "jmap", "ftp://example.com"}, "", 2, "a JMAP URL starts with https://"},
 		{[]string{"connect", "jmap", "http://u@127.0.0.1:1/"}, "", 2, "put the user name in --user"},
-		{[]string{"connect", "paste", garbage}, "", 1, "this is not a hub description"},
+		{[]string{"connect", "paste", garbage}, "", 1, "this is not the text ferry hub qr shows: paste the whole line it printed"},
 		{[]string{"connect", "paste"}, `{"kind":"pop3"}`, 1, `unknown hub kind "pop3"`},
 		{[]string{"connect", "paste"}, `{"kind":"imap","host":"h","port":0,"user":"u"}`, 1, "a port from 1 to 65535"},
 		{[]string{"man", "/nonexistent/dir"}, "", 1, "is not a directory: create it first"},
@@ -105,6 +105,13 @@ func TestBadInput(t *testing.T) {
 		{[]string{"join", "garbage"}, "", 1, "this is not a Ferry invite"},
 		{[]string{"approve", "Nobody"}, "", 1, "not connected to a mail account yet"},
 		{[]string{"copy", "Groceries", ""}, "", 2, "a list's name is one line"},
+		{[]string{"shwo"}, "", 2, `unknown command "shwo": did you mean show? (see ferry help)`},
+		{[]string{"help", "nosuch"}, "", 2, `there is no command or help topic "nosuch" (ferry help lists them)`},
+		{[]string{"sync", "--timeout", "5"}, "", 2, `--timeout takes a duration such as 30s, 5m or 1h, not "5" (see ferry sync --help)`},
+		{[]string{"lists", "--bogus"}, "", 2, "unknown flag: --bogus (see ferry lists --help)"},
+		{[]string{"connect", "imap"}, "", 2, "usage: ferry connect imap HOST[:PORT] --user USER (see ferry connect imap --help)"},
+		{[]string{"set", "Groceries", "Milk", "title="}, "", 2, "an item needs a title: give title=TEXT, or ferry rm to delete the item"},
+		{[]string{"new", "groceries"}, "", 1, `you already have a list called "Groceries"`},
 	}
 	before := d.stored()
 	for _, c := range cases {
@@ -118,7 +125,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("backup key shown after no: %q", r.out)
 			}
 			// The same error as JSON on stderr.
-			if rj := d.runIn(c.stdin, append(c.args, "--json")...); c.args[0] != "no-such-command" && c.args[0] != "man" {
+			if rj := d.runIn(c.stdin, append(c.args, "--json")...); c.args[0] != "no-such-command" && c.args[0] != "shwo" && c.args[0] != "help" && c.args[0] != "man" {
 				lines := strings.Split(strings.TrimSpace(rj.err), "\n")
 				last := lines[len(lines)-1] // after a prompt, if any
 				if rj.code != c.code || !strings.HasPrefix(last, `{"error":{"kind":"`) || !strings.HasSuffix(last, fmt.Sprintf(`"exit":%d}`, c.code)) || strings.Contains(last, `"kind":"internal"`) {

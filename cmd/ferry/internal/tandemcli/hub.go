@@ -26,7 +26,7 @@ func (a *app) hubQRCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "qr",
 		Short: "Show the mail account's details as a QR code and as text, for another device (after a confirmation)",
-		Long: `Show the hub descriptor (tandem.txt §13.1) as a QR code and as text, so that
+		Long: `Show the mail account this device syncs through as a QR code and as text, so that
 a new or restored device can connect the same account (ferry connect paste).
 It holds the account's password or token: ferry asks first, unless --yes.`,
 		Args: args(0, 0, "hub qr"),

@@ -23,6 +23,12 @@ type listInfo struct {
 	id      tandem.CollectionID
 }
 
+// live reports whether the list can still change: not deleted, not dead,
+// not one the user was removed from.
+func (l listInfo) live() bool {
+	return !l.Removed && l.State != tandem.StateDeleted && l.State != tandem.StateDead && l.State != tandem.StateStalled
+}
+
 // allLists reads every list the device follows, sorted by name.
 func allLists(d *tandem.Device) ([]listInfo, error) {
 	out := []listInfo{}
@@ -92,6 +98,14 @@ func findList(d *tandem.Device, ref string) (listInfo, error) {
 			byID = append(byID, l)
 		}
 	}
+	if len(byName) > 1 {
+		// A name shared with lists that can't change any more (deleted,
+		// dead, or one you were removed from) means the live one.
+		live := slices.DeleteFunc(slices.Clone(byName), func(l listInfo) bool { return !l.live() })
+		if len(live) == 1 {
+			byName = live
+		}
+	}
 	switch {
 	case len(byName) == 1:
 		return byName[0], nil
@@ -141,6 +155,15 @@ func (a *app) newCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
+			lists, err := allLists(s.dev)
+			if err != nil {
+				return err
+			}
+			for _, l := range lists {
+				if l.live() && l.Role == tandem.RoleOwner && strings.EqualFold(l.Name, as[0]) {
+					return failf("exists", "you already have a list called %q (%s): give the new one another name", l.Name, short(l.ID))
+				}
+			}
 			id, err := s.dev.NewCollection(as[0])
 			if err != nil {
 				return err

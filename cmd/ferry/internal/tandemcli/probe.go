@@ -121,8 +121,12 @@ func netErr(ctx context.Context, err error, addr string, timeout time.Duration, 
 		return failf("offline", "nothing is listening at %s: check the host and port", addr)
 	case errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &hostErr):
 		return failf("tls", "the certificate of %s is not trusted for that name: check the address", addr)
-	case errors.As(err, &rec), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return failf("tls", "%s does not speak TLS: use http:// (or --security none) for a server on this machine, or the TLS port", addr)
+	case (errors.As(err, &rec) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")) && proto == "JMAP":
+		return failf("tls", "%s does not speak TLS: use http:// for a server on this machine, or the server's https:// address", addr)
+	case errors.As(err, &rec):
+		return failf("tls", "%s does not speak TLS on this port: use --security starttls (or --security none for a server on this machine), or the server's TLS port", addr)
+	case proto == "JMAP" && (strings.Contains(err.Error(), "malformed HTTP") || strings.Contains(err.Error(), "HTTP/1.x transport connection broken")):
+		return failf("not_jmap", "%s answers, but not over HTTP: give the JMAP session URL, e.g. https://api.fastmail.com/jmap/session", addr)
 	case ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout():
 		return failf("offline", "no %s answer from %s within %s: check the host and port (or give a longer --timeout)", proto, addr, timeout)
 	}

@@ -157,6 +157,12 @@ func (a *app) deleteCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
+			switch {
+			case l.State == tandem.StateDeleted:
+				return failf("not_writable", "%s is already deleted; it stays here read-only (ferry copy makes it a list again)", l.Name)
+			case l.Role != tandem.RoleOwner:
+				return failf("not_writable", "only the owner of %s can delete it; ferry leave %s takes it off your devices", l.Name, short(l.ID))
+			}
 			if !a.confirm(c, fmt.Sprintf("Delete %s for everyone? There is no undo.", l.Name)) {
 				return failf("declined", "%s is kept (answer y to delete it)", l.Name)
 			}

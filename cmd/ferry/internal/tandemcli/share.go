@@ -47,7 +47,7 @@ func (a *app) shareCmd() *cobra.Command {
 		Use:     "share LIST",
 		GroupID: groupShare,
 		Short:   "Invite someone to a list: a QR code to scan here and now, or --link to send",
-		Long: `Invite someone to a list you own (§11.1). Without --link: a QR code (and its
+		Long: `Invite someone to a list you own. Without --link: a QR code (and its
 text) that lets one person in at once, for 10 minutes; ferry keeps syncing
 until they are in (Ctrl-C stops waiting; the invite stays open). With --link:
 a link to send over a messenger, for 7 days; each person who uses it asks to
@@ -125,44 +125,78 @@ invite gets access to this account's mailbox.`,
 }
 
 // waitMember keeps the device in sync until someone new is a member of l,
-// the invite expires, or ctx ends.
+// the invite expires, or ctx ends. Another ferry command on the profile
+// may ask for it meanwhile (yield.go): the device is closed while that
+// command runs, then opened again, and the wait goes on.
 func (a *app) waitMember(ctx context.Context, w io.Writer, s *session, l listInfo, until time.Time) error {
 	before, _ := s.dev.Members(l.id)
 	parent := ctx
 	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.dev.Run(ctx) }()
 	if !a.json {
 		fmt.Fprintln(w, "Waiting for them to join (Ctrl-C stops waiting)...")
 	}
 	for {
+		joined, err := a.runUntilJoined(ctx, w, s, l, before)
+		if joined || err != nil {
+			return err
+		}
+		if ctx.Err() == nil { // another command asked for the profile
+			s.dev.Close()
+			s.dev = nil
+			s.closeLog()
+			waitYield(ctx, s.dir)
+			if ctx.Err() == nil {
+				if err := s.openDevice(ctx, nil); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if parent.Err() != nil {
+			if !a.json {
+				fmt.Fprintf(w, "Stopped waiting. The invite works until %s; a ferry sync then lets them in.\n", until.Local().Format("15:04"))
+			}
+			return nil
+		}
+		return failf("expired", "nobody used the invite in time: ferry share %s makes a new one", short(l.ID))
+	}
+}
+
+// runUntilJoined runs the device until someone not in before is a member
+// of l (true), ctx ends or another command asks for the profile (false,
+// nil), or Run fails.
+func (a *app) runUntilJoined(ctx context.Context, w io.Writer, s *session, l listInfo, before []tandem.Member) (bool, error) {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- s.dev.Run(runCtx) }()
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
+	for {
 		select {
 		case err := <-done:
-			switch {
-			case err != nil:
-				return err
-			case parent.Err() != nil:
-				if !a.json {
-					fmt.Fprintf(w, "Stopped waiting. The invite works until %s; a ferry sync then lets them in.\n", until.Local().Format("15:04"))
-				}
-				return nil
+			return false, err
+		case <-tick.C:
+			if yieldRequested(s.dir) {
+				stop()
+				return false, <-done
 			}
-			return failf("expired", "nobody used the invite in time: ferry share %s makes a new one", short(l.ID))
 		case <-s.dev.Changed():
 			now, _ := s.dev.Members(l.id)
 			for _, m := range now {
-				if !slices.ContainsFunc(before, func(b tandem.Member) bool { return b.User == m.User }) {
-					if a.json {
-						emit(w, map[string]any{"joined": m.Name, "user": m.User.String(), "role": string(m.Role)})
-					} else {
-						fmt.Fprintf(w, "%s joined %s.\n", m.Name, l.Name)
-					}
-					cancel()
-					<-done
-					s.saveState(nil)
-					return nil
+				if slices.ContainsFunc(before, func(b tandem.Member) bool { return b.User == m.User }) {
+					continue
 				}
+				if a.json {
+					emit(w, map[string]any{"joined": m.Name, "user": m.User.String(), "role": string(m.Role)})
+				} else {
+					fmt.Fprintf(w, "%s joined %s.\n", m.Name, l.Name)
+				}
+				stop()
+				<-done
+				s.saveState(nil)
+				return true, nil
 			}
 		}
 	}

@@ -207,6 +207,14 @@ func TestSharingDovecot(t *testing.T) {
 	c.ok("init", "--name", "Carol")
 	share := a1.start("share", "House", "--reader")
 	text := share.line(`^(https://\S+#\S+)$`)[1]
+	share.line(`^Waiting for them to join`)
+	t0 := time.Now()
+	if out := a1.ok("lists"); !strings.Contains(out, "House") { // the waiting share steps aside
+		t.Fatalf("lists while a share waits:\n%s", out)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("lists waited %s for the profile a share holds", d)
+	}
 	c.ok("join", text)
 	share.line(`^Carol joined House\.$`)
 	share.wait()
@@ -332,8 +340,23 @@ func TestSharingDovecot(t *testing.T) {
 	a1.ok("approve", "Jesper")
 	b.ok("sync")
 	wantErr(t, a1.runIn("n\n", "delete", "Garden"), 1, "Garden is kept (answer y to delete it)")
-	wantErr(t, b.run("delete", "Garden", "--yes"), 1, "only the list's owner")
+	wantErr(t, b.run("delete", "Garden", "--yes"), 1, "only the owner of Garden can delete it; ferry leave")
 	a1.ok("delete", "Garden", "--yes")
+	var gardens []struct{ ID, Name, State string }
+	a1.jsonOut(&gardens, "lists")
+	var deleted string
+	for _, l := range gardens {
+		if l.Name == "Garden" && l.State == "deleted" {
+			deleted = l.ID[:6]
+		}
+	}
+	wantErr(t, a1.run("delete", deleted, "--yes"), 1, "Garden is already deleted; it stays here read-only")
+	a1.ok("new", "Garden") // the name is free again: the deleted Garden can't change
+	a1.ok("add", "Garden", "Lilies")
+	if out := a1.ok("show", "Garden"); strings.Contains(out, "Roses") || !strings.Contains(out, "Lilies") {
+		t.Errorf("Garden means the live list, not the deleted one:\n%s", out)
+	}
+	wantErr(t, a1.run("new", "Garden"), 1, `you already have a list called "Garden"`)
 	b.ok("sync")
 	if out := b.ok("lists"); !strings.Contains(out, "Garden") || !strings.Contains(out, "[deleted]") {
 		t.Errorf("Jesper's lists after the delete:\n%s", out)

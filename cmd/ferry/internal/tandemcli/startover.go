@@ -49,7 +49,7 @@ func (a *app) startOverCmd() *cobra.Command {
 		Use:     "start-over",
 		GroupID: groupSetup,
 		Short:   "Start over on this device with a new identity (a device or the backup key was stolen)",
-		Long: `Start over on this device (§6.4): a new identity with a new backup key. Your
+		Long: `Start over on this device: a new identity with a new backup key. Your
 own lists are copied into new ones (invite people again); for other people's
 lists, ask them to invite you again. The old identity's files are kept in the
 profile as abandoned-TIME/, and nothing changes on the mail account for it.`,

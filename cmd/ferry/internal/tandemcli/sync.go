@@ -37,7 +37,7 @@ func describeReport(r tandem.SyncReport) string {
 		s += fmt.Sprintf(", %d waiting for their list's members", r.Held)
 	}
 	if r.Rejected > 0 {
-		s += fmt.Sprintf(", %d refused (see ferry.log)", r.Rejected)
+		s += fmt.Sprintf(", %d refused as not valid (the profile's ferry.log says why)", r.Rejected)
 	}
 	return s
 }
@@ -255,7 +255,11 @@ func listSyncState(st tandem.CollectionState, conn string, pending int) string {
 
 func printStatus(c *cobra.Command, o statusOut) {
 	w := c.OutOrStdout()
-	fmt.Fprintf(w, "Profile   %s (%s)\nAccount   %s\n", o.Profile, o.Name, o.Hub)
+	account := o.Hub
+	if o.Connection == "no_hub" {
+		account = "none yet"
+	}
+	fmt.Fprintf(w, "Profile   %s (%s)\nAccount   %s\n", o.Profile, o.Name, account)
 	switch o.Connection {
 	case "no_hub":
 		fmt.Fprintln(w, "Sync      not connected: run ferry connect")
