@@ -338,7 +338,7 @@ func (d *Device) Membership(c CollectionID) MembershipState {
 	if err != nil {
 		return MembershipNone
 	}
-	st, declined := eng.Membership(client.CollectionID(c))
+	st, declined, _ := eng.Membership(client.CollectionID(c))
 	switch {
 	case st == "requested" && declined:
 		return MembershipDeclined
@@ -363,16 +363,51 @@ const (
 )
 
 // WhyDeclined returns why the request to join collection c was declined
-// (DeclineNone unless Membership is MembershipDeclined).
+// (DeclineNone unless Membership is MembershipDeclined). The owner's device
+// that made the invite answers a request on an invite that no longer
+// admits; a request still unanswered when its invite expires is reported
+// DeclineExpired (docs/decisions/tandem-invite-answers.md).
 func (d *Device) WhyDeclined(c CollectionID) DeclineReason {
-	return DeclineNone
+	eng, err := d.engine()
+	if err != nil {
+		return DeclineNone
+	}
+	st, declined, why := eng.Membership(client.CollectionID(c))
+	switch {
+	case st != "requested" || !declined:
+		return DeclineNone
+	case why == client.WhyUsedUp:
+		return DeclineUsedUp
+	case why == client.WhyExpired:
+		return DeclineExpired
+	case why == client.WhyClosed:
+		return DeclineClosed
+	}
+	return DeclineByOwner
 }
 
 // Message is the sentence for the joiner (§13.2); owner and list are the
-// owner's and the collection's names as the app knows them (either may be
-// "").
+// owner's and the collection's names as the app knows them ("" for
+// unknown).
 func (r DeclineReason) Message(owner, list string) string {
-	return ""
+	who, ask := owner, " Ask "+owner+" for a new one."
+	if owner == "" {
+		who, ask = "The owner", " Ask the owner for a new one."
+	}
+	switch r {
+	case DeclineNone:
+		return ""
+	case DeclineUsedUp:
+		return "This invite was already used." + ask
+	case DeclineExpired:
+		return "This invite has expired." + ask
+	case DeclineClosed:
+		return "This invite is no longer open." + ask
+	}
+	if list == "" {
+		return who + " declined your request to join."
+	}
+	return who + " declined your request to join " + list + "."
 }
 
 // OpenInvites lists the open invites of collection c (the owner's view).

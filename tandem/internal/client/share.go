@@ -38,7 +38,31 @@ var (
 	ErrNotOwner = errors.New("tandem/client: only the owner changes sharing")
 	// ErrNoRequest: no pending request with that ID.
 	ErrNoRequest = errors.New("tandem/client: no such request")
+	// errUsedUp, errClosed: why an invite no longer admits (§11.3), with
+	// ErrInvite and ErrInviteExpired.
+	errUsedUp = errors.New("used up")
+	errClosed = errors.New("closed")
 )
+
+// Why a decline was sent (the "why" of a declined message, an addition to
+// §11.4: docs/decisions/tandem-invite-answers.md). A decline without one
+// is the owner's.
+const (
+	WhyUsedUp  = "used"
+	WhyExpired = "expired"
+	WhyClosed  = "closed"
+)
+
+// whyShut names the reason of an inviteOpen error.
+func whyShut(err error) string {
+	switch {
+	case errors.Is(err, ErrInviteExpired):
+		return WhyExpired
+	case errors.Is(err, errUsedUp):
+		return WhyUsedUp
+	}
+	return WhyClosed
+}
 
 // errStashed marks a sharing message kept for judgeShares.
 var errStashed = errors.New("stashed")
@@ -58,6 +82,7 @@ const (
 	fOwner    = "owner"
 	fExpires  = "expires"
 	fDeclined = "declined"
+	fWhy      = "declinedWhy"
 	fLeft     = "left"
 	stateReq  = "requested"
 	stateLeft = "left"
@@ -138,6 +163,7 @@ type inboxPayload struct {
 	Have       [32]byte      `json:"have"`       // keyreq
 	By         [32]byte      `json:"by"`         // keyreq
 	Statements []tjson.Bytes `json:"statements"` // roster reply: statement payloads
+	Why        string        `json:"why"`        // declined: used, expired, closed; "" by the owner
 }
 
 // noticePayload is a kind-3 notice in a collection's channel (§11.5).
@@ -197,8 +223,15 @@ func (d *Device) stashInbox(b hub.Body, ch *channel) error {
 	state := d.regString(d.home, rec, fieldState)
 	switch p.Type {
 	case "declined":
-		if state == stateReq && d.regString(d.home, rec, fInvite) == string(p.I[:]) {
-			d.homeLocal(rec, fDeclined, []byte("1"))
+		if state == stateReq && d.regString(d.home, rec, fInvite) == string(p.I[:]) && d.regString(d.home, rec, fDeclined) != "1" {
+			why := p.Why
+			if why != WhyUsedUp && why != WhyExpired && why != WhyClosed {
+				why = "" // the owner's, or a newer reason
+			}
+			if err := d.homeChanges([]record.Change{{Record: rec, Field: fDeclined, Op: suite.OpAssign, Value: []byte("1")},
+				{Record: rec, Field: fWhy, Op: suite.OpAssign, Value: []byte(why)}}); err != nil {
+				d.log.Warn("tandem/client: home write", "err", err)
+			}
 		}
 		return errIgnore
 	case "grant":
@@ -298,6 +331,16 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 			if _, member := r.State().Member(j.UID); member {
 				delete(d.share.pending, id)
 				d.mark(id, MsgDone)
+				continue
+			}
+			// The invite closed while the request waited (expired, used up
+			// by another request): the device that made it says so.
+			if inv := d.inviteByID(j.Invite); inv != nil && inv.mine && r.Owner() == d.id.UID {
+				if err := d.inviteOpen(inv, r); err != nil {
+					if err := d.decline(j, whyShut(err)); err != nil {
+						d.log.Warn("tandem/client: declining a request on a closed invite", "err", err)
+					}
+				}
 			}
 		}
 	}
@@ -355,7 +398,16 @@ func (d *Device) judgeJoin(j *JoinRequest) error {
 		return d.sendGrant(coll, r, j.UID, j.UKA, j.ID) // again: a crash between admitting and granting (§11.3)
 	}
 	if err := d.inviteOpen(inv, r); err != nil {
-		return err
+		if !inv.mine {
+			return err
+		}
+		// The device that made the invite, the one that would have
+		// approved it automatically, answers as a decline would, saying
+		// why, so the joiner stops waiting; the owner's other devices keep
+		// quiet, so the joiner gets one answer
+		// (docs/decisions/tandem-invite-answers.md).
+		d.log.Info("tandem/client: declined a join request", "collection", j.Collection, "err", err)
+		return d.decline(j, whyShut(err))
 	}
 	j.PreviouslyRemoved = everListed(r, j.UID)
 	// Only the device that made the invite approves automatically: two
@@ -373,7 +425,7 @@ func (d *Device) judgeJoin(j *JoinRequest) error {
 // uses and removals read from the roster's whole history. d.mu is held.
 func (d *Device) inviteOpen(inv *invite, r *roster.Roster) error {
 	if inv.closed {
-		return fmt.Errorf("%w: closed", ErrInvite)
+		return fmt.Errorf("%w: %w", ErrInvite, errClosed)
 	}
 	if d.now().UnixMilli() >= inv.expires {
 		return ErrInviteExpired
@@ -388,13 +440,13 @@ func (d *Device) inviteOpen(inv *invite, r *roster.Roster) error {
 			uses[m.UID] = true
 			for _, later := range sts[i+1:] {
 				if _, still := later.State().Member(m.UID); !still {
-					return fmt.Errorf("%w: someone it admitted was removed (§11.1)", ErrInvite)
+					return fmt.Errorf("%w: %w: someone it admitted was removed (§11.1)", ErrInvite, errClosed)
 				}
 			}
 		}
 	}
 	if inv.max > 0 && len(uses) >= inv.max {
-		return fmt.Errorf("%w: used up (%d of %d)", ErrInvite, len(uses), inv.max)
+		return fmt.Errorf("%w: %w (%d of %d)", ErrInvite, errUsedUp, len(uses), inv.max)
 	}
 	return nil
 }

@@ -189,6 +189,9 @@ func (d *Device) Join(p *InvitePayload, name string) error {
 	}
 	changes := []record.Change{set(fieldName, []byte(mname)), set(fieldState, []byte(stateReq)), set(fInvite, p.I[:]),
 		set(fOwner, p.By.UID[:]), set(fExpires, []byte(strconv.FormatInt(p.Exp, 10)))}
+	if d.regString(d.home, rec, fDeclined) == "1" { // an earlier request's decline
+		changes = append(changes, set(fDeclined, []byte("0")), set(fWhy, nil))
+	}
 	w := &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock}
 	ws, m, err := d.buildRecord(d.home, w, d.chans[d.id.HomeTag], changes)
 	if err != nil {
@@ -259,7 +262,21 @@ func (d *Device) Decline(id string) error {
 	if j == nil {
 		return ErrNoRequest
 	}
-	pt, err := json.Marshal(map[string]any{"type": "declined", "c": tjson.Bytes(j.Collection[:]), "i": tjson.Bytes(j.Invite[:])})
+	if err := d.decline(j, ""); err != nil {
+		return err
+	}
+	return d.commit()
+}
+
+// decline queues a decline of request j to the requester's inbox, with
+// why (one of the Why constants; "" for the owner's own decision), and
+// marks the request answered. d.mu is held.
+func (d *Device) decline(j *JoinRequest, why string) error {
+	m := map[string]any{"type": "declined", "c": tjson.Bytes(j.Collection[:]), "i": tjson.Bytes(j.Invite[:])}
+	if why != "" {
+		m["why"] = why
+	}
+	pt, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
@@ -267,7 +284,7 @@ func (d *Device) Decline(id string) error {
 		return err
 	}
 	d.answer(j.ID)
-	return d.commit()
+	return nil
 }
 
 // ErrOwnerCantLeave: the owner asked to leave a live collection (§11.5).
@@ -346,12 +363,24 @@ func (d *Device) PendingLeaves(c CollectionID) []LeaveNotice {
 
 // Membership says where the user stands with a collection, from home:
 // requested (waiting for the owner, or declined), active, left, or ""
-// (never asked).
-func (d *Device) Membership(c CollectionID) (state string, declined bool) {
+// (never asked). A declined request says why (a Why constant, "" for the
+// owner's decision); a request still waiting when its invite expires is
+// reported declined, WhyExpired: no approval can come any more (§11.3).
+func (d *Device) Membership(c CollectionID) (state string, declined bool, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	rec := suite.NamedRecordID(membershipName(c))
-	return d.regString(d.home, rec, fieldState), d.regString(d.home, rec, fDeclined) == "1"
+	state = d.regString(d.home, rec, fieldState)
+	if state != stateReq {
+		return state, false, ""
+	}
+	if d.regString(d.home, rec, fDeclined) == "1" {
+		return state, true, d.regString(d.home, rec, fWhy)
+	}
+	if exp, err := strconv.ParseInt(d.regString(d.home, rec, fExpires), 10, 64); err == nil && d.now().UnixMilli() >= exp {
+		return state, true, WhyExpired
+	}
+	return state, false, ""
 }
 
 // Requested lists the collections the user has asked to join and that are
