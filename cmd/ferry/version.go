@@ -15,7 +15,7 @@ var version = ""
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print Ferry's version and the VCS revision it was built from",
+		Short: "Print Ferry's version, and the VCS revision it was built from when the build recorded one",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), "ferry", versionString())

@@ -82,8 +82,11 @@ func (a *app) pairLoop(c *cobra.Command, w io.Writer, offer *tandem.PairingOffer
 	for {
 		req, err := offer.Next(c.Context())
 		if err != nil {
-			if c.Context().Err() != nil {
+			switch {
+			case c.Context().Err() != nil:
 				return failf("interrupted", "stopped: no device was added")
+			case tandem.CodeOf(err) == tandem.CodeExpired:
+				return failf("expired", "no device was added before the code expired: ferry device add shows a new one")
 			}
 			return err
 		}
@@ -233,6 +236,10 @@ func (a *app) pairJoin(c *cobra.Command, s *session, payload string) (*tandem.De
 		fmt.Fprintf(c.OutOrStdout(), "Code %s\nAdd this device on the other one only if it shows the same code.\n", sixDigits(code))
 	}
 	d, err := j.Device(ctx)
+	if tandem.CodeOf(err) == tandem.CodeExpired && ctx.Err() == nil {
+		// The code was shown: either nobody answered or the other device said no.
+		return nil, failf("expired", "this device was not added: the other device did not approve it before the code expired (ferry device add there shows a new code)")
+	}
 	if err != nil {
 		return nil, pairErr(ctx, err)
 	}

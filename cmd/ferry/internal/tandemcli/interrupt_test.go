@@ -49,16 +49,18 @@ func TestInterrupt(t *testing.T) {
 		}
 		start := time.Now()
 		p.cmd.Process.Signal(os.Interrupt)
+		// Read stderr to its end before Wait, which closes the pipe (read
+		// after it, the last chunk can be lost).
+		var stderr string
+		for s := range p.errOut {
+			stderr += s
+		}
 		err := p.cmd.Wait()
 		if code := p.cmd.ProcessState.ExitCode(); code != 1 || err == nil {
 			t.Errorf("%v after Ctrl-C: exit %d", args, code)
 		}
 		if el := time.Since(start); el > 5*time.Second {
 			t.Errorf("%v took %s to stop", args, el)
-		}
-		var stderr string
-		for s := range p.errOut {
-			stderr += s
 		}
 		if !strings.Contains(stderr, "ferry: stopped; what was already sent stays sent") {
 			t.Errorf("%v: stderr %q", args, stderr)

@@ -36,7 +36,7 @@ func notices(d *tandem.Device, dir string) map[string]string {
 			out["removed "+l.ID] = fmt.Sprintf("%s is no longer shared with you.", l.Name)
 		case l.State == tandem.StateDead:
 			out["dead "+l.ID] = fmt.Sprintf("%s can't sync any more. Copy it to a new list? (ferry copy %s)", l.Name, short(l.ID))
-		case l.State == tandem.StateDeleted:
+		case l.State == tandem.StateDeleted && l.Role != tandem.RoleOwner: // the owner knows: one of their devices did it
 			out["deleted "+l.ID] = fmt.Sprintf("%s was deleted by its owner; it stays here, read-only.", l.Name)
 		}
 	}
