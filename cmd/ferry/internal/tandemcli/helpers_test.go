@@ -195,6 +195,32 @@ func dovecotAccount(t *testing.T) (addr, user, pass string) {
 	return addr, dovecotUser, pass
 }
 
+// cyrusIMAPAccount returns Cyrus's IMAP address and the account's
+// password, with its Tandem folder emptied.
+func cyrusIMAPAccount(t *testing.T) (addr, user, pass string) {
+	t.Helper()
+	addr = realtest.Getenv("FERRY_CYRUS_IMAP_ADDR")
+	pass = credential(realtest.Getenv("FERRY_CYRUS_USERS"), ",", cyrusUser)
+	if addr == "" || pass == "" {
+		realtest.Unavailable(t, "FERRY_CYRUS_IMAP_ADDR / FERRY_CYRUS_USERS with user "+cyrusUser+" (run scripts/setup.d/20-cyrus.sh)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := imaphub.Open(ctx, imaphub.Config{Addr: addr, User: cyrusUser, Password: pass})
+	if err != nil {
+		t.Fatalf("cyrus imap: %v", err)
+	}
+	emptyFolder(ctx, t, s)
+	return addr, cyrusUser, pass
+}
+
+// imapServers are the real IMAP servers a test runs on, each giving its
+// account as dovecotAccount does.
+var imapServers = []struct {
+	name    string
+	account func(*testing.T) (addr, user, pass string)
+}{{"dovecot", dovecotAccount}, {"cyrus", cyrusIMAPAccount}}
+
 // cyrusAccount returns Cyrus's JMAP URL and the account's password, with
 // its Tandem folder emptied.
 func cyrusAccount(t *testing.T) (url, user, pass string) {

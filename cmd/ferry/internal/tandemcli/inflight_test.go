@@ -9,15 +9,15 @@ import (
 
 // ownerTwoDevices is Aimee with two devices (a laptop and, restored from
 // the backup key, a phone) and House shared by QR with Jesper and Carol,
-// everyone syncing through Dovecot behind an appendGate.
+// everyone syncing through a real IMAP server behind an appendGate.
 type ownerTwoDevices struct {
 	gate               *appendGate
 	o1, o2, jesper, cc *device
 	house              string // House's short ID, as ferry prints it
 }
 
-func setUpOwnerTwoDevices(t *testing.T) *ownerTwoDevices {
-	addr, user, pass := dovecotAccount(t)
+func setUpOwnerTwoDevices(t *testing.T, account func(*testing.T) (addr, user, pass string)) *ownerTwoDevices {
+	addr, user, pass := account(t)
 	s := &ownerTwoDevices{gate: newAppendGate(t, addr)}
 	s.o1, s.o2 = newDevice(t, "aimee-laptop"), newDevice(t, "aimee-phone")
 	out := s.o1.ok("init", "--name", "Aimee")
@@ -100,13 +100,18 @@ func (s *ownerTwoDevices) cutRemoval(t *testing.T, name string, rule func(string
 	humanLine(t, r.err)
 }
 
-// TestChangeInFlightFinishDovecot (§11.7, §13.2): Aimee's laptop loses the
-// network while removing Jesper, after the new channel is uploaded and
+// TestChangeInFlightFinish (§11.7, §13.2), on Dovecot and Cyrus IMAP:
+// Aimee's laptop loses the network while removing Jesper, after the new channel is uploaded and
 // before the change is announced. Her phone shows the change in flight,
 // refuses another change and names this one, and finishes it; the laptop,
 // back, carries on without doing it twice; Jesper is removed everywhere.
-func TestChangeInFlightFinishDovecot(t *testing.T) {
-	s := setUpOwnerTwoDevices(t)
+func TestChangeInFlightFinish(t *testing.T) {
+	for _, srv := range imapServers {
+		t.Run(srv.name, func(t *testing.T) { testChangeInFlightFinish(t, setUpOwnerTwoDevices(t, srv.account)) })
+	}
+}
+
+func testChangeInFlightFinish(t *testing.T, s *ownerTwoDevices) {
 	watch := s.o2.start("sync", "--watch")
 	watch.line(`^Connected: changes from elsewhere appear here`)
 	s.cutRemoval(t, "Jesper", cutAtAnnounce())
@@ -177,13 +182,18 @@ func TestChangeInFlightFinishDovecot(t *testing.T) {
 	}
 }
 
-// TestChangeInFlightDiscardDovecot (§11.7): the laptop loses the network
+// TestChangeInFlightDiscard (§11.7), on Dovecot and Cyrus IMAP: the laptop loses the network
 // after its note went out and before anything of the change was uploaded.
 // The phone cannot finish it (and says what to do instead), discards it
 // after asking, and the laptop, back, drops it: Carol stays; the phone
 // then makes the change itself.
-func TestChangeInFlightDiscardDovecot(t *testing.T) {
-	s := setUpOwnerTwoDevices(t)
+func TestChangeInFlightDiscard(t *testing.T) {
+	for _, srv := range imapServers {
+		t.Run(srv.name, func(t *testing.T) { testChangeInFlightDiscard(t, setUpOwnerTwoDevices(t, srv.account)) })
+	}
+}
+
+func testChangeInFlightDiscard(t *testing.T, s *ownerTwoDevices) {
 	s.cutRemoval(t, "Carol", cutAtUpload)
 
 	s.o2.ok("sync")
@@ -220,13 +230,18 @@ func TestChangeInFlightDiscardDovecot(t *testing.T) {
 	}
 }
 
-// TestDeadListDovecot (§9.4, §11.8, §13.3): both of Aimee's devices change
+// TestDeadList (§9.4, §11.8, §13.3), on Dovecot and Cyrus IMAP: both of Aimee's devices change
 // who House is shared with at the same moment — each has signed its change
 // before the other's note reached the hub. Nobody can follow either
 // history: every device shows "can't sync any more" with the copy
 // command, refuses edits with a line, and the copy works.
-func TestDeadListDovecot(t *testing.T) {
-	s := setUpOwnerTwoDevices(t)
+func TestDeadList(t *testing.T) {
+	for _, srv := range imapServers {
+		t.Run(srv.name, func(t *testing.T) { testDeadList(t, setUpOwnerTwoDevices(t, srv.account)) })
+	}
+}
+
+func testDeadList(t *testing.T, s *ownerTwoDevices) {
 	watch := s.cc.start("sync", "--watch")
 	watch.line(`^Connected: changes from elsewhere appear here`)
 	s.gate.arm(holdAll)
