@@ -82,7 +82,8 @@ func oneList(d *tandem.Device, c tandem.CollectionID) (listInfo, error) {
 func short(id string) string { return id[:min(len(id), 6)] }
 
 // findList resolves a list by name (case-insensitive) or by its ID or the
-// start of its ID.
+// start of its ID; a name several lists share means the one that can
+// still change (docs/decisions/cli-list-names.md).
 func findList(d *tandem.Device, ref string) (listInfo, error) {
 	lists, err := allLists(d)
 	if err != nil {
