@@ -150,7 +150,8 @@ func runHostile(t *testing.T, opts func(string) Options, raw hub.Store) {
 		// A request posted anyway is not admitted.
 		h.postJoin(newIdentity(t), i, inv, "Late", inv.SignKey, "")
 		rep := syncT(t, h.owner)
-		if h.members() != 1 || rep.Rejected == 0 {
+		// The device that made the invite says so (a decline, §11.4).
+		if h.members() != 1 || rep.Declined != 1 {
 			t.Fatalf("a request on an expired invite: %+v, %d members", rep, h.members())
 		}
 	})
@@ -272,7 +273,7 @@ func TestReplayedJoinAfterRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := syncT(t, h.owner)
-	if h.members() != 1 || len(h.owner.Requests(h.c)) != 0 || rep.Rejected == 0 {
+	if h.members() != 1 || len(h.owner.Requests(h.c)) != 0 || rep.Declined != 1 {
 		t.Fatalf("the replayed request: %+v, %d members, %d requests", rep, h.members(), len(h.owner.Requests(h.c)))
 	}
 }

@@ -33,6 +33,7 @@ type SyncReport struct {
 	Held      int // messages waiting for a roster statement or inventory (§8.3)
 	Destroyed int // messages made redundant by a newer one, destroyed (§10.7)
 	Healed    int // records and statements published again because the hub lacked them (§12.2)
+	Declined  int // join requests on an invite that no longer admits (used up, expired, closed), answered with a decline
 }
 
 // Sync publishes what this device wrote and merges what the hub holds
@@ -52,7 +53,7 @@ func (d *Device) Sync(ctx context.Context) (SyncReport, error) {
 	rep, err := eng.SyncWith(ctx, s)
 	out := SyncReport{}
 	if rep != nil {
-		out = SyncReport{Published: rep.Published, Fetched: rep.Fetched, Applied: rep.Applied, Rejected: len(rep.Rejected), Held: rep.Held, Destroyed: rep.Destroyed, Healed: rep.Healed}
+		out = SyncReport{Published: rep.Published, Fetched: rep.Fetched, Applied: rep.Applied, Rejected: len(rep.Rejected), Held: rep.Held, Destroyed: rep.Destroyed, Healed: rep.Healed, Declined: rep.Declined}
 	}
 	if out.Applied > 0 || out.Published > 0 {
 		d.notify()

@@ -308,7 +308,7 @@ func (d *Device) stashNotice(b hub.Body, ch *channel, pt []byte) error {
 func (d *Device) judgeShares(rep *SyncReport) bool {
 	for id, j := range d.share.joins {
 		delete(d.share.joins, id)
-		if err := d.judgeJoin(j); err != nil {
+		if err := d.judgeJoin(j, rep); err != nil {
 			d.reject(rep, id, d.msgs[id].chanOrEmpty(), [32]byte{}, err)
 		}
 	}
@@ -339,6 +339,8 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 				if err := d.inviteOpen(inv, r); err != nil {
 					if err := d.decline(j, whyShut(err)); err != nil {
 						d.log.Warn("tandem/client: declining a request on a closed invite", "err", err)
+					} else {
+						rep.Declined++
 					}
 				}
 			}
@@ -383,7 +385,7 @@ func (c *collection) chainRoster() (*roster.Roster, bool) {
 }
 
 // judgeJoin applies §11.3 to a verified join request. d.mu is held.
-func (d *Device) judgeJoin(j *JoinRequest) error {
+func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 	inv := d.inviteByID(j.Invite)
 	coll := d.colls[j.Collection]
 	r, ok := coll.chainRoster()
@@ -407,6 +409,7 @@ func (d *Device) judgeJoin(j *JoinRequest) error {
 		// quiet, so the joiner gets one answer
 		// (docs/decisions/tandem-invite-answers.md).
 		d.log.Info("tandem/client: declined a join request", "collection", j.Collection, "err", err)
+		rep.Declined++
 		return d.decline(j, whyShut(err))
 	}
 	j.PreviouslyRemoved = everListed(r, j.UID)

@@ -24,6 +24,7 @@ type SyncReport struct {
 	Held      int // messages held, after this Sync, for a missing roster statement (§8.3)
 	Destroyed int // dominated messages destroyed (§10.7)
 	Healed    int // records and statements published again because the hub lacked them (§12.2)
+	Declined  int // join requests on an invite that no longer admits, answered with a decline (§11.3)
 	Rejected  []*RejectError
 }
 

@@ -1,0 +1,255 @@
+package tandem
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Leaving a list the user was removed from, or that its owner deleted,
+// takes it off all the user's devices; only the owner of a live list is
+// told the owner can't leave (docs/decisions/tandem-leave-ended.md).
+func TestLeaveEndedCollection(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	ctx := t.Context()
+	gone := func(who string, ds ...*Device) {
+		t.Helper()
+		for _, d := range ds {
+			syncT(t, d)
+			if slicesContains(d.Collections(), s.c) {
+				t.Fatalf("%s still keeps House after leaving it", who)
+			}
+		}
+	}
+
+	// The owner of a live list can't leave it.
+	err := s.j1.Leave(s.c)
+	if CodeOf(err) != CodeNotWritable || !strings.Contains(err.(*Error).Message, "owner") {
+		t.Fatalf("the owner left a live list: %v", err)
+	}
+
+	// Aimee, removed, leaves: gone from both her devices, no statement.
+	if err := s.j1.RemoveMember(ctx, s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(2)
+	if !s.ai.Removed(s.c) {
+		t.Fatal("Aimee is not told she was removed")
+	}
+	if err := s.ai.Leave(s.c); err != nil {
+		t.Fatalf("a removed member can't leave: %v", err)
+	}
+	if s.ai.Membership(s.c) != MembershipLeft {
+		t.Fatalf("Aimee's membership after leaving: %q", s.ai.Membership(s.c))
+	}
+	gone("Aimee", s.ai, s.ai2)
+
+	// Jesper deletes House; Ben, a member of the deleted list, leaves it.
+	if err := s.j1.DeleteCollection(ctx, s.c); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(1)
+	if st, _ := s.be.CollectionState(s.c); st != StateDeleted {
+		t.Fatalf("Ben's House after the deletion: %s", st)
+	}
+	if err := s.be.Leave(s.c); err != nil {
+		t.Fatalf("a member can't leave a deleted list: %v", err)
+	}
+	gone("Ben", s.be)
+	if l := s.j1.PendingLeaves(s.c); len(l) != 0 {
+		t.Fatalf("leaving a deleted list asked the owner: %+v", l)
+	}
+
+	// The owner drops the deleted list: gone from both his devices.
+	if err := s.j1.Leave(s.c); err != nil {
+		t.Fatalf("the owner can't drop a deleted list: %v", err)
+	}
+	gone("Jesper", s.j1, s.j2)
+	s.syncAll(1) // nothing comes back
+	for i, d := range s.all() {
+		if slicesContains(d.Collections(), s.c) {
+			t.Fatalf("device %d follows House again", i)
+		}
+	}
+}
+
+// Authors keep their names after they leave the roster: the last name the
+// roster's history gave them, marked Removed.
+func TestAuthorNamesAfterRemoval(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	ctx := t.Context()
+	item, err := s.ai.NewRecord(s.c, map[string][]byte{"title": []byte("Paint")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := s.j1.NewRecord(s.c, map[string][]byte{"title": []byte("Nails")})
+	s.syncAll(2)
+	check := func(who string, d *Device, rec RecordID, name string, removed bool) {
+		t.Helper()
+		r, err := d.Record(s.c, rec)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		vs := r.Fields["title"].Values
+		if len(vs) != 1 {
+			t.Fatalf("%s sees %d values of %q", who, len(vs), r.Get("title"))
+		}
+		if a := vs[0].Author; a.Name != name || a.Removed != removed {
+			t.Fatalf("%s sees the author of %q as %q (removed %v), want %q (removed %v)", who, r.Get("title"), a.Name, a.Removed, name, removed)
+		}
+	}
+	if err := s.j1.RemoveMember(ctx, s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(2)
+	check("Jesper", s.j1, item, "Aimee", true)
+	check("Ben", s.be, item, "Aimee", true)
+	check("Aimee", s.ai, item, "Aimee", true) // her read-only replica
+	check("Ben", s.be, mine, "Jesper", false)
+
+	if err := s.j1.MakePrivate(ctx, s.c); err != nil {
+		t.Fatal(err)
+	}
+	s.syncAll(2)
+	if !s.be.Removed(s.c) {
+		t.Fatal("Ben is not told the list was made private")
+	}
+	check("Jesper after make-private", s.j2, item, "Aimee", true)
+	check("Ben after make-private", s.be, item, "Aimee", true)
+	check("Ben after make-private", s.be, mine, "Jesper", false)
+}
+
+// A request on an invite that no longer admits is answered by the device
+// that made the invite, as a decline that says why; the joiner stops
+// waiting (docs/decisions/tandem-invite-answers.md).
+func TestJoinOnUsedUpInvite(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	dir := t.TempDir()
+	cleo := openT(t, filepath.Join(dir, "cleo"), Options{Name: "Cleo", Store: memStore(srv)})
+	dee := openT(t, filepath.Join(dir, "dee"), Options{Name: "Dee", Store: memStore(srv)})
+	defer cleo.Close()
+	defer dee.Close()
+	ctx := t.Context()
+
+	qr, err := s.j1.Invite(s.c, InviteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if _, err := cleo.Join(ctx, qr.Payload, "Cleo"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, cleo)
+	syncT(t, s.j1)
+	syncT(t, cleo)
+	if m := cleo.Membership(s.c); m != MembershipActive {
+		t.Fatalf("Cleo: %q", m)
+	}
+	if _, err := dee.Join(ctx, qr.Payload, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	if rep := syncT(t, s.j2); rep.Declined != 0 { // not the device that made the invite: no answer from it
+		t.Fatalf("Jesper's second device answered: %+v", rep)
+	}
+	syncT(t, dee)
+	if m := dee.Membership(s.c); m != MembershipWaiting {
+		t.Fatalf("Dee before the inviting device saw her request: %q", m)
+	}
+	if rep := syncT(t, s.j1); rep.Declined != 1 {
+		t.Fatalf("the inviting device did not answer: %+v", rep)
+	}
+	syncT(t, dee)
+	if m := dee.Membership(s.c); m != MembershipDeclined {
+		t.Fatalf("Dee after a used-up invite: %q, want declined", m)
+	}
+	if why := dee.WhyDeclined(s.c); why != DeclineUsedUp {
+		t.Fatalf("why: %q", why)
+	}
+	if msg := dee.WhyDeclined(s.c).Message("Jesper", "House"); msg != "This invite was already used. Ask Jesper for a new one." {
+		t.Fatalf("message %q", msg)
+	}
+	if ms, _ := s.j1.Members(s.c); len(ms) != 4 {
+		t.Fatalf("members %+v", ms)
+	}
+
+	// An invite that expired before the owner's device saw the request.
+	short, err := s.j1.Invite(s.c, InviteOptions{Expires: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if _, err := dee.Join(ctx, short.Payload, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	if m := dee.Membership(s.c); m != MembershipWaiting || dee.WhyDeclined(s.c) != "" {
+		t.Fatalf("Dee asking again: %q %q, want waiting again", m, dee.WhyDeclined(s.c))
+	}
+	syncT(t, dee)
+	time.Sleep(time.Until(short.Expires) + 50*time.Millisecond)
+	syncT(t, s.j1)
+	syncT(t, dee)
+	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineExpired {
+		t.Fatalf("Dee after an expired invite: %q %q", m, why)
+	}
+
+	// A link request left waiting until its invite expired: the device
+	// that made the invite answers, and every owner device drops it.
+	slow, err := s.j1.Invite(s.c, InviteOptions{Link: true, Expires: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if _, err := dee.Join(ctx, slow.Link, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	if len(s.j1.Requests(s.c)) != 1 || len(s.j2.Requests(s.c)) != 1 {
+		t.Fatalf("requests %+v %+v", s.j1.Requests(s.c), s.j2.Requests(s.c))
+	}
+	time.Sleep(time.Until(slow.Expires) + 50*time.Millisecond)
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	if r1, r2 := s.j1.Requests(s.c), s.j2.Requests(s.c); len(r1)+len(r2) != 0 {
+		t.Fatalf("requests on an expired invite still listed: %+v %+v", r1, r2)
+	}
+	syncT(t, dee)
+	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineExpired {
+		t.Fatalf("Dee after a link invite expired: %q %q", m, why)
+	}
+
+	// A manual decline says the owner declined.
+	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if _, err := dee.Join(ctx, link.Link, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	syncT(t, s.j1)
+	reqs := s.j1.Requests(s.c)
+	if len(reqs) != 1 {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if err := s.j1.Decline(ctx, reqs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineByOwner {
+		t.Fatalf("Dee after a decline: %q %q", m, why)
+	}
+	if msg := DeclineByOwner.Message("Jesper", "House"); msg != "Jesper declined your request to join House." {
+		t.Fatalf("message %q", msg)
+	}
+	if msg := DeclineClosed.Message("", ""); msg != "This invite is no longer open. Ask the owner for a new one." {
+		t.Fatalf("message %q", msg)
+	}
+}
