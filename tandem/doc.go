@@ -18,7 +18,8 @@
 // sentence of §13.3 to show the user. Reading gives plain Go values:
 // every value of a field (several are a conflict, §9.2), set elements,
 // deleted records, and who wrote each value (Author: the user's ID and the
-// name the collection's roster gives them, §1.1 goal 5).
+// name the collection's roster gives them, §1.1 goal 5; for someone no
+// longer a member, the last name its history gave them, with Removed set).
 //
 // # The device directory
 //

@@ -408,9 +408,12 @@ func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 		// why, so the joiner stops waiting; the owner's other devices keep
 		// quiet, so the joiner gets one answer
 		// (docs/decisions/tandem-invite-answers.md).
+		if derr := d.decline(j, whyShut(err)); derr != nil {
+			return derr
+		}
 		d.log.Info("tandem/client: declined a join request", "collection", j.Collection, "err", err)
 		rep.Declined++
-		return d.decline(j, whyShut(err))
+		return nil
 	}
 	j.PreviouslyRemoved = everListed(r, j.UID)
 	// Only the device that made the invite approves automatically: two
