@@ -299,8 +299,8 @@ func membership(d *tandem.Device, j pendingJoin) membershipOut {
 	switch st {
 	case tandem.MembershipWaiting, tandem.MembershipNone:
 		out.State, out.Message = "waiting", fmt.Sprintf("Waiting for %s to approve.", owner)
-	case tandem.MembershipDeclined:
-		out.Message = fmt.Sprintf("%s declined your request to join %s.", owner, name)
+	case tandem.MembershipDeclined: // by the owner, or because the invite no longer admits anyone
+		out.Message = d.WhyDeclined(id).Message(j.Owner, name)
 	case tandem.MembershipActive:
 		out.Message = fmt.Sprintf("You're in: %s is on this device.", name)
 	case tandem.MembershipLeft:

@@ -218,6 +218,15 @@ func TestSharingDovecot(t *testing.T) {
 	c.ok("join", text)
 	share.line(`^Carol joined House\.$`)
 	share.wait()
+	// The QR code is for one person: Dee, who uses it too, is told so.
+	dee := newDevice(t, "dee")
+	dee.ok("init", "--name", "Dee")
+	dee.ok("join", text)
+	a1.ok("sync")
+	dee.ok("sync")
+	if out := dee.ok("lists"); !strings.Contains(out, "This invite was already used. Ask Aimee for a new one.") {
+		t.Errorf("Dee's lists after joining with a used QR code:\n%s", out)
+	}
 	c.ok("sync")
 	if out := c.ok("show", "House"); !strings.Contains(out, "Paint the door  colour blue") {
 		t.Fatalf("Carol does not have House:\n%s", out)
@@ -243,6 +252,10 @@ func TestSharingDovecot(t *testing.T) {
 	}
 	if out := c.ok("show", "House"); strings.Contains(out, "After Carol") || !strings.Contains(out, "Paint the door") {
 		t.Errorf("Carol after removal:\n%s", out)
+	}
+	c.ok("leave", "House", "--yes") // a list one was removed from: off her devices
+	if out := c.ok("lists"); strings.Contains(out, "House") {
+		t.Errorf("Carol's lists after leaving the list she was removed from:\n%s", out)
 	}
 	b.ok("sync")
 	if out := b.ok("show", "House"); !strings.Contains(out, "After Carol") {

@@ -36,6 +36,9 @@ func describeReport(r tandem.SyncReport) string {
 	if r.Held > 0 {
 		s += fmt.Sprintf(", %d waiting for their list's members", r.Held)
 	}
+	if r.Declined > 0 {
+		s += fmt.Sprintf(", %d request(s) to join on an invite that was used up or ran out answered no", r.Declined)
+	}
 	if r.Rejected > 0 {
 		s += fmt.Sprintf(", %d refused as not valid (the profile's ferry.log says why)", r.Rejected)
 	}
