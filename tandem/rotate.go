@@ -48,6 +48,26 @@ func (d *Device) MakePrivate(ctx context.Context, c CollectionID) error {
 	return d.rotate(ctx, c, client.RotatePrivate, UserID{}, "making it private again")
 }
 
+// CloseInvites closes every open invite of collection c (its owner's
+// view, OpenInvites): nobody can join with them any more, and whoever asks
+// on one is told it is no longer open. MakePrivate closes them too. It
+// reports how many it closed; the next Sync tells the owner's other
+// devices.
+func (d *Device) CloseInvites(c CollectionID) (int, error) {
+	eng, err := d.engine()
+	if err != nil {
+		return 0, err
+	}
+	n, err := eng.CloseInvites(client.CollectionID(c))
+	if err != nil {
+		return 0, newErr(CodeStorage, err, "the list's invites could not be closed")
+	}
+	if n > 0 {
+		d.notifyLocal()
+	}
+	return n, nil
+}
+
 // DeleteCollection deletes collection c for everyone (§11.9); there is no
 // undo, but a replica can still be copied (CopyCollection).
 func (d *Device) DeleteCollection(ctx context.Context, c CollectionID) error {
@@ -78,6 +98,11 @@ func (d *Device) rotate(ctx context.Context, c CollectionID, kind client.Rotatio
 	}
 	if err := eng.BeginRotation(client.CollectionID(c), kind, [32]byte(user), what); err != nil {
 		return d.sharingErr(c, err)
+	}
+	if kind == client.RotatePrivate { // "only you have it": no invite lets anyone in again
+		if _, err := eng.CloseInvites(client.CollectionID(c)); err != nil {
+			return newErr(CodeStorage, err, "the list's invites could not be closed")
+		}
 	}
 	d.notifyLocal()
 	_, err = d.Sync(ctx)

@@ -2,6 +2,7 @@ package tandem
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,57 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 	}
 	if msg := DeclineClosed.Message("", ""); msg != "This invite is no longer open. Ask the owner for a new one." {
 		t.Fatalf("message %q", msg)
+	}
+}
+
+// Closing a list's invites (§11.1): they leave OpenInvites on every owner
+// device, a request on one is declined as closed, and making the list
+// private closes the ones still open.
+func TestCloseInvites(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	dee := openT(t, filepath.Join(t.TempDir(), "dee"), Options{Name: "Dee", Store: memStore(srv)})
+	defer dee.Close()
+	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	before := len(s.j2.OpenInvites(s.c))
+	if n, err := s.j1.CloseInvites(s.c); err != nil || n != before || n == 0 {
+		t.Fatalf("CloseInvites: %d, %v (open before: %d)", n, err, before)
+	}
+	if n := len(s.j1.OpenInvites(s.c)); n != 0 {
+		t.Fatalf("%d invites open after closing", n)
+	}
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	if n := len(s.j2.OpenInvites(s.c)); n != 0 {
+		t.Fatalf("the owner's other device: %d invites open", n)
+	}
+	if _, err := dee.Join(t.Context(), link.Payload, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	syncT(t, s.j2)
+	syncT(t, s.j1)
+	syncT(t, dee)
+	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineClosed {
+		t.Fatalf("Dee on a closed invite: %q %q", m, why)
+	}
+	if ms, _ := s.j1.Members(s.c); slices.ContainsFunc(ms, func(m Member) bool { return m.Name == "Dee" }) {
+		t.Fatal("Dee was let in on a closed invite")
+	}
+
+	if _, err := s.j1.Invite(s.c, InviteOptions{Link: true}); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if err := s.j1.MakePrivate(t.Context(), s.c); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.j1.OpenInvites(s.c)); n != 0 {
+		t.Fatalf("%d invites open after MakePrivate", n)
 	}
 }

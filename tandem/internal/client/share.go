@@ -430,7 +430,7 @@ func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 // in home, not expired, uses left, and nobody it admitted ever removed —
 // uses and removals read from the roster's whole history. d.mu is held.
 func (d *Device) inviteOpen(inv *invite, r *roster.Roster) error {
-	if inv.closed {
+	if inv.closed || d.regString(d.home, suite.NamedRecordID(invitePrefix+suite.B32(inv.id[:])), fInvClosed) == "1" { // closed since it was read
 		return fmt.Errorf("%w: %w", ErrInvite, errClosed)
 	}
 	if d.now().UnixMilli() >= inv.expires {

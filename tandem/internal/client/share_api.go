@@ -416,6 +416,39 @@ func (d *Device) Invites(c CollectionID) []InviteInfo {
 	return out
 }
 
+// CloseInvites closes every open invite of collection c (§11.1): each
+// invite's record in home says closed, so that every device of the owner
+// refuses it, and the device that made it declines a request on it as
+// closed (docs/decisions/tandem-invite-answers.md). It reports how many it
+// closed.
+func (d *Device) CloseInvites(c CollectionID) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.usable(); err != nil {
+		return 0, err
+	}
+	coll := d.colls[c]
+	if coll == nil {
+		return 0, fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	r, _ := coll.chainRoster()
+	var recs [][16]byte
+	for rec := range d.home.Records() {
+		if inv, ok := d.readInvite(rec); ok && inv.coll == c && r != nil && d.inviteOpen(inv, r) == nil {
+			recs = append(recs, rec)
+		}
+	}
+	for _, rec := range recs {
+		if err := d.homeChanges([]record.Change{{Record: rec, Field: fInvClosed, Op: suite.OpAssign, Value: []byte("1")}}); err != nil {
+			return 0, err
+		}
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	return len(recs), d.commit()
+}
+
 // InviteInfo describes one open invite.
 type InviteInfo struct {
 	ID          [16]byte

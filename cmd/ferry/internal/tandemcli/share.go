@@ -40,7 +40,7 @@ func readJoins(dir string) []pendingJoin {
 }
 
 func (a *app) shareCmd() *cobra.Command {
-	var link, reader, noName, noWait bool
+	var link, reader, noName, noWait, closeAll bool
 	var expires time.Duration
 	var uses int
 	c := &cobra.Command{
@@ -57,6 +57,14 @@ invite gets access to this account's mailbox.`,
 		RunE: func(c *cobra.Command, as []string) error {
 			if noWait && link {
 				return usagef("--no-wait applies to the QR form; a link never waits")
+			}
+			if closeAll {
+				for _, f := range []string{"link", "reader", "no-name", "no-wait", "uses", "expires"} {
+					if c.Flags().Changed(f) {
+						return usagef("--close closes the open invites; --%s is for making one", f)
+					}
+				}
+				return a.closeInvites(c, as[0])
 			}
 			if c.Flags().Changed("expires") && (expires < minInviteLife || expires > maxInviteLife) {
 				return usagef("--expires %s is out of range: give 1s to 720h (30 days)", expires)
@@ -115,6 +123,7 @@ invite gets access to this account's mailbox.`,
 			return a.waitMember(c.Context(), w, s, l, inv.Expires)
 		},
 	}
+	c.Flags().BoolVar(&closeAll, "close", false, "close the list's open invites instead: nobody can join with them any more")
 	c.Flags().BoolVar(&link, "link", false, "make a link to send; you approve each person who uses it")
 	c.Flags().BoolVar(&reader, "reader", false, "invite as a reader, who can't change the list")
 	c.Flags().BoolVar(&noName, "no-name", false, "leave the list's name out of the invite (anyone who sees the link can read it)")
@@ -122,6 +131,31 @@ invite gets access to this account's mailbox.`,
 	c.Flags().IntVar(&uses, "uses", 0, "how many people may use the invite (1 to 1000; default 1 for a QR code, unlimited for a link)")
 	c.Flags().DurationVar(&expires, "expires", 0, "how long the invite works (1s to 720h; default 10m for a QR code, 7 days for a link)")
 	return a.flags(c, true)
+}
+
+// closeInvites is share --close: every open invite of the list is closed,
+// and the next sync tells the owner's other devices.
+func (a *app) closeInvites(c *cobra.Command, list string) error {
+	s, l, err := a.openList(c.Context(), list)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if l.Role != tandem.RoleOwner {
+		return failf("not_writable", "only the owner of %s has invites to close", l.Name)
+	}
+	n, err := s.dev.CloseInvites(l.id)
+	if err != nil {
+		return err
+	}
+	if _, err := a.syncOnce(c.Context(), s, syncTimeout); err != nil && classify(err).Kind != "offline" && classify(err).Kind != "no_hub" {
+		return err
+	}
+	if a.json {
+		return emit(c.OutOrStdout(), map[string]any{"list": l.ID, "name": l.Name, "closed": n})
+	}
+	fmt.Fprintf(c.OutOrStdout(), "Closed %d open invite(s) to %s: nobody can join with them any more.\n", n, l.Name)
+	return nil
 }
 
 // waitMember keeps the device in sync until someone new is a member of l,

@@ -386,6 +386,27 @@ func TestSharingDovecot(t *testing.T) {
 		t.Errorf("members after Jesper left:\n%s", out)
 	}
 	a1.ok("remove", "House", "Jesper", "--yes") // the owner confirms
+
+	// Closing the open invites: none is left, and whoever uses an old link
+	// is told it is no longer open.
+	a1.jsonOut(&inv, "share", "House", "--link")
+	var closed struct{ Closed int }
+	a1.jsonOut(&closed, "share", "House", "--close")
+	var open struct{ Invites []any }
+	a1.jsonOut(&open, "members", "House")
+	if closed.Closed == 0 || len(open.Invites) != 0 {
+		t.Errorf("share --close closed %d; %d still open", closed.Closed, len(open.Invites))
+	}
+	wantErr(t, a1.run("share", "House", "--close", "--link"), 2, "--close closes the open invites; --link is for making one")
+	fay := newDevice(t, "fay")
+	fay.ok("init", "--name", "Fay")
+	fay.ok("join", inv.Link)
+	a2.ok("sync")
+	a1.ok("sync")
+	fay.ok("sync")
+	if out := fay.ok("status"); !strings.Contains(out, "This invite is no longer open. Ask Aimee for a new one.") {
+		t.Errorf("Fay's status after joining with a closed invite:\n%s", out)
+	}
 	if out := a1.ok("members", "House"); strings.Contains(out, "Jesper") {
 		t.Errorf("members after confirming Jesper's leave:\n%s", out)
 	}
