@@ -281,7 +281,9 @@ func (d *Device) Role(c CollectionID) Role {
 // user removed from the list (Removed), or anyone of a deleted one — its
 // owner included — just drops the read-only replica everywhere
 // (docs/decisions/tandem-leave-ended.md). The owner can't leave a live
-// list (CodeNotWritable).
+// list (CodeNotWritable). Leave of a list the user asked to join and is
+// not in yet withdraws the request on this side: Membership reads
+// MembershipLeft and a later grant is refused; the owner is not told.
 func (d *Device) Leave(c CollectionID) error {
 	eng, err := d.engine()
 	if err != nil {

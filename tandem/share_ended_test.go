@@ -306,3 +306,51 @@ func TestCloseInvites(t *testing.T) {
 		t.Fatalf("%d invites open after MakePrivate", n)
 	}
 }
+
+// Leaving a list one asked to join and is not in yet withdraws the
+// request: Membership reads left, and the owner's approval that comes
+// later does not bring the list in.
+func TestLeaveWhileWaiting(t *testing.T) {
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	dee := openT(t, filepath.Join(t.TempDir(), "dee"), Options{Name: "Dee", Store: memStore(srv)})
+	defer dee.Close()
+	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	if _, err := dee.Join(t.Context(), link.Payload, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	if m := dee.Membership(s.c); m != MembershipWaiting {
+		t.Fatalf("Dee: %q", m)
+	}
+	if err := dee.Leave(s.c); err != nil {
+		t.Fatalf("leaving while waiting: %v", err)
+	}
+	if m := dee.Membership(s.c); m != MembershipLeft {
+		t.Fatalf("Dee after withdrawing: %q", m)
+	}
+	syncT(t, dee)
+	syncT(t, s.j1)
+	reqs := s.j1.Requests(s.c)
+	if len(reqs) != 1 {
+		t.Fatalf("the owner sees %d requests, want Dee's", len(reqs))
+	}
+	for _, r := range reqs {
+		if err := s.j1.Approve(t.Context(), r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncT(t, s.j1)
+	syncT(t, dee)
+	syncT(t, dee)
+	if slicesContains(dee.Collections(), s.c) || dee.Membership(s.c) != MembershipLeft {
+		t.Fatalf("a withdrawn request brought the list in: %q", dee.Membership(s.c))
+	}
+	if err := dee.Leave(CollectionID{9}); CodeOf(err) != CodeNotFound {
+		t.Fatalf("leaving a list one never asked for: %v", err)
+	}
+}

@@ -307,7 +307,7 @@ func (d *Device) Leave(c CollectionID) error {
 	coll := d.colls[c]
 	r, ok := coll.chainRoster()
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+		return d.withdraw(c)
 	}
 	_, listed := r.State().Member(d.id.UID)
 	ended := r.State().Deleted || !listed
@@ -381,6 +381,23 @@ func (d *Device) Membership(c CollectionID) (state string, declined bool, why st
 		return state, true, WhyExpired
 	}
 	return state, false, ""
+}
+
+// withdraw is Leave of a collection the user asked to join and is not in
+// yet: the membership reads left in home, so a grant that comes later is
+// refused (§11.4: only for a collection the user asked to join) on every
+// device of the user. The owner is not told; a request they approve
+// anyway admits a member who never arrives. d.mu is held.
+func (d *Device) withdraw(c CollectionID) error {
+	name := membershipName(c)
+	rec := suite.NamedRecordID(name)
+	if d.regString(d.home, rec, fieldState) != stateReq {
+		return fmt.Errorf("%w: %s", ErrUnknownCollection, c)
+	}
+	if err := d.homeChanges([]record.Change{{Record: rec, Field: fieldState, Op: suite.OpAssign, Value: []byte(stateLeft)}}); err != nil {
+		return err
+	}
+	return d.commit()
 }
 
 // Requested lists the collections the user has asked to join and that are

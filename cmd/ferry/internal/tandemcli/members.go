@@ -3,7 +3,9 @@ package tandemcli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,11 +116,20 @@ func (a *app) leaveCmd() *cobra.Command {
 		Short:   "Leave a list someone shared with you: gone from all your devices",
 		Args:    args(1, 1, "leave LIST"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, l, err := a.openList(c.Context(), as[0])
+			s, err := a.open(c.Context())
 			if err != nil {
 				return err
 			}
 			defer s.close()
+			l, err := findList(s.dev, as[0])
+			if err != nil && classify(err).Kind == "not_found" {
+				if j, ok := findJoin(s, as[0]); ok { // asked to join, not in yet
+					return a.withdraw(c, s, j)
+				}
+			}
+			if err != nil {
+				return err
+			}
 			if !a.confirm(c, fmt.Sprintf("Leave %s? It goes from all your devices.", l.Name)) {
 				return failf("declined", "still in %s (answer y to leave)", l.Name)
 			}
@@ -138,4 +149,44 @@ func (a *app) leaveCmd() *cobra.Command {
 	}
 	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "do not ask")
 	return a.flags(c, true)
+}
+
+// findJoin finds a list the user asked to join and is not in yet, by its
+// name or the start of its ID.
+func findJoin(s *session, ref string) (membershipOut, bool) {
+	for _, j := range readJoins(s.dir) {
+		m := membership(s.dev, j)
+		if m.State != "waiting" && m.State != string(tandem.MembershipDeclined) {
+			continue
+		}
+		if strings.EqualFold(m.Name, ref) || len(ref) >= 4 && strings.HasPrefix(m.List, strings.ToLower(ref)) {
+			return m, true
+		}
+	}
+	return membershipOut{}, false
+}
+
+// withdraw is leave of a list the user is still waiting to join: the
+// request is withdrawn on this side (a later approval doesn't bring the
+// list in), and the list leaves ferry's waiting lines.
+func (a *app) withdraw(c *cobra.Command, s *session, m membershipOut) error {
+	if !a.confirm(c, fmt.Sprintf("Stop waiting to join %s?", m.Name)) {
+		return failf("declined", "still waiting to join %s (answer y to stop)", m.Name)
+	}
+	id, err := tandem.ParseCollectionID(m.List)
+	if err != nil {
+		return err
+	}
+	if err := s.dev.Leave(id); err != nil {
+		return err
+	}
+	joins := slices.DeleteFunc(readJoins(s.dir), func(p pendingJoin) bool { return p.List == m.List })
+	if err := writeJSON(filepath.Join(s.dir, joinsFile), joins); err != nil {
+		return err
+	}
+	if a.json {
+		return emit(c.OutOrStdout(), map[string]any{"list": m.List, "name": m.Name, "withdrawn": true})
+	}
+	fmt.Fprintf(c.OutOrStdout(), "You no longer wait to join %s; if %s lets you in anyway, the list won't come.\n", m.Name, m.Owner)
+	return nil
 }

@@ -407,6 +407,24 @@ func TestSharingDovecot(t *testing.T) {
 	if out := fay.ok("status"); !strings.Contains(out, "This invite is no longer open. Ask Aimee for a new one.") {
 		t.Errorf("Fay's status after joining with a closed invite:\n%s", out)
 	}
+	// Gus asks by link and changes his mind before Aimee approves.
+	a1.jsonOut(&inv, "share", "House", "--link")
+	gus := newDevice(t, "gus")
+	gus.ok("init", "--name", "Gus")
+	gus.ok("join", inv.Link)
+	wantErr(t, gus.runIn("n\n", "leave", "House"), 1, "still waiting to join House (answer y to stop)")
+	if out := gus.ok("leave", "House", "--yes"); !strings.Contains(out, "You no longer wait to join House") {
+		t.Errorf("leave while waiting: %s", out)
+	}
+	if out := gus.ok("lists"); strings.Contains(out, "House") {
+		t.Errorf("Gus's lists after withdrawing:\n%s", out)
+	}
+	a1.ok("approve", "Gus")
+	gus.ok("sync")
+	gus.ok("sync")
+	if out := gus.ok("lists"); strings.Contains(out, "House") {
+		t.Errorf("an approval after Gus withdrew brought House in:\n%s", out)
+	}
 	if out := a1.ok("members", "House"); strings.Contains(out, "Jesper") {
 		t.Errorf("members after confirming Jesper's leave:\n%s", out)
 	}
