@@ -191,10 +191,14 @@ func TestSharingDovecot(t *testing.T) {
 	if out := a1.ok("role", "House", "Jesper", "reader"); !strings.Contains(out, "Jesper is now a reader of House.") {
 		t.Fatalf("role: %s", out)
 	}
-	b.ok("sync")
+	if out := b.ok("sync"); !strings.Contains(out, "House: you can read it but no longer change it (its owner made you a reader)") {
+		t.Errorf("Jesper's sync after being made a reader:\n%s", out)
+	}
 	wantErr(t, b.run("add", "House", "Sweep"), 1, "you can read House but not change it")
 	a2.ok("role", "House", "jesper", "writer")
-	b.ok("sync")
+	if out := b.ok("sync"); !strings.Contains(out, "House: you can change it again (its owner made you a writer)") {
+		t.Errorf("Jesper's sync after being made a writer again:\n%s", out)
+	}
 	b.ok("add", "House", "Sweep")
 	wantErr(t, a1.run("role", "House", "Jesper", "admin"), 2, `a member is a writer or a reader, not "admin"`)
 	wantErr(t, a1.run("role", "House", "Nobody", "reader"), 1, `House has no member "Nobody"`)

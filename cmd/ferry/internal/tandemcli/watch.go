@@ -18,6 +18,7 @@ type snapshot map[string]listSnap
 
 type listSnap struct {
 	name  string
+	role  tandem.Role // the user's, "" once removed
 	items map[string]itemOut
 }
 
@@ -32,7 +33,7 @@ func takeSnapshot(d *tandem.Device) (snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		ls := listSnap{name: l.Name, items: map[string]itemOut{}}
+		ls := listSnap{name: l.Name, role: l.Role, items: map[string]itemOut{}}
 		for _, it := range its {
 			ls.items[it.ID] = it
 		}
@@ -48,7 +49,7 @@ type change struct {
 	ListID string    `json:"list_id"`
 	Item   string    `json:"item"`
 	ItemID string    `json:"item_id"`
-	What   string    `json:"what"` // new_list, renamed, added, changed, deleted
+	What   string    `json:"what"` // new_list, renamed, role (Value: the user's new role), added, changed, deleted
 	Field  string    `json:"field"`
 	Value  string    `json:"value"`
 	By     string    `json:"by"`
@@ -68,6 +69,11 @@ func (ch change) String() string {
 		return fmt.Sprintf("%s: + %s%s", ch.List, ch.Item, by)
 	case "deleted":
 		return fmt.Sprintf("%s: - %s", ch.List, ch.Item)
+	case "role":
+		if ch.Value == string(tandem.RoleReader) {
+			return fmt.Sprintf("%s: you can read it but no longer change it (its owner made you a reader)", ch.List)
+		}
+		return fmt.Sprintf("%s: you can change it again (its owner made you a %s)", ch.List, ch.Value)
 	}
 	return fmt.Sprintf("%s: %s: %s %s%s", ch.List, ch.Item, ch.Field, ch.Value, by)
 }
@@ -82,6 +88,9 @@ func diff(before, after snapshot, now time.Time) []change {
 			out = append(out, change{Time: now, List: al.name, ListID: id, What: "new_list"})
 		case bl.name != al.name:
 			out = append(out, change{Time: now, List: al.name, ListID: id, What: "renamed"})
+		}
+		if bl.items != nil && bl.role != al.role && bl.role != "" && al.role != "" && al.role != tandem.RoleOwner {
+			out = append(out, change{Time: now, List: al.name, ListID: id, What: "role", Value: string(al.role)})
 		}
 		for _, iid := range sortedKeys(al.items) {
 			ai := al.items[iid]
