@@ -180,38 +180,33 @@ const (
 // with its Tandem folder emptied.
 func dovecotAccount(t *testing.T) (addr, user, pass string) {
 	t.Helper()
-	addr = realtest.Getenv("FERRY_DOVECOT_ADDR")
-	pass = credential(realtest.Getenv("FERRY_DOVECOT_USERS"), " ", dovecotUser)
-	if addr == "" || pass == "" {
-		realtest.Unavailable(t, "FERRY_DOVECOT_ADDR / FERRY_DOVECOT_USERS with user "+dovecotUser+" (run scripts/setup.d/10-dovecot.sh)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	s, err := imaphub.Open(ctx, imaphub.Config{Addr: addr, User: dovecotUser, Password: pass})
-	if err != nil {
-		t.Fatalf("dovecot: %v", err)
-	}
-	emptyFolder(ctx, t, s)
-	return addr, dovecotUser, pass
+	return imapAccount(t, "FERRY_DOVECOT_ADDR", "FERRY_DOVECOT_USERS", " ", dovecotUser, "10-dovecot.sh")
 }
 
 // cyrusIMAPAccount returns Cyrus's IMAP address and the account's
 // password, with its Tandem folder emptied.
 func cyrusIMAPAccount(t *testing.T) (addr, user, pass string) {
 	t.Helper()
-	addr = realtest.Getenv("FERRY_CYRUS_IMAP_ADDR")
-	pass = credential(realtest.Getenv("FERRY_CYRUS_USERS"), ",", cyrusUser)
+	return imapAccount(t, "FERRY_CYRUS_IMAP_ADDR", "FERRY_CYRUS_USERS", ",", cyrusUser, "20-cyrus.sh")
+}
+
+// imapAccount reads an IMAP server's address and user's password from the
+// variables its setup script wrote, and empties the user's Tandem folder.
+func imapAccount(t *testing.T, addrVar, usersVar, sep, user, script string) (addr, _, pass string) {
+	t.Helper()
+	addr = realtest.Getenv(addrVar)
+	pass = credential(realtest.Getenv(usersVar), sep, user)
 	if addr == "" || pass == "" {
-		realtest.Unavailable(t, "FERRY_CYRUS_IMAP_ADDR / FERRY_CYRUS_USERS with user "+cyrusUser+" (run scripts/setup.d/20-cyrus.sh)")
+		realtest.Unavailable(t, addrVar+" / "+usersVar+" with user "+user+" (run scripts/setup.d/"+script+")")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	s, err := imaphub.Open(ctx, imaphub.Config{Addr: addr, User: cyrusUser, Password: pass})
+	s, err := imaphub.Open(ctx, imaphub.Config{Addr: addr, User: user, Password: pass})
 	if err != nil {
-		t.Fatalf("cyrus imap: %v", err)
+		t.Fatalf("%s: %v", addr, err)
 	}
 	emptyFolder(ctx, t, s)
-	return addr, cyrusUser, pass
+	return addr, user, pass
 }
 
 // imapServers are the real IMAP servers a test runs on, each giving its
