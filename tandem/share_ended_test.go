@@ -259,15 +259,7 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 // device, a request on one is declined as closed, and making the list
 // private closes the ones still open.
 func TestCloseInvites(t *testing.T) {
-	srv := memhubServer(t)
-	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
-	dee := openT(t, filepath.Join(t.TempDir(), "dee"), Options{Name: "Dee", Store: memStore(srv)})
-	defer dee.Close()
-	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncT(t, s.j1)
+	s, dee, link := linkForDee(t)
 	syncT(t, s.j2)
 	before := len(s.j2.OpenInvites(s.c))
 	if n, err := s.j1.CloseInvites(s.c); err != nil || n != before || n == 0 {
@@ -311,15 +303,7 @@ func TestCloseInvites(t *testing.T) {
 // request: Membership reads left, and the owner's approval that comes
 // later does not bring the list in.
 func TestLeaveWhileWaiting(t *testing.T) {
-	srv := memhubServer(t)
-	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
-	dee := openT(t, filepath.Join(t.TempDir(), "dee"), Options{Name: "Dee", Store: memStore(srv)})
-	defer dee.Close()
-	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncT(t, s.j1)
+	s, dee, link := linkForDee(t)
 	if _, err := dee.Join(t.Context(), link.Payload, "Dee"); err != nil {
 		t.Fatal(err)
 	}
@@ -353,4 +337,20 @@ func TestLeaveWhileWaiting(t *testing.T) {
 	if err := dee.Leave(CollectionID{9}); CodeOf(err) != CodeNotFound {
 		t.Fatalf("leaving a list one never asked for: %v", err)
 	}
+}
+
+// linkForDee is the sharing story on memhub, a link invite to House that
+// Jesper's first device made and synced, and Dee's device, not joined yet.
+func linkForDee(t *testing.T) (*sharing, *Device, Invite) {
+	t.Helper()
+	srv := memhubServer(t)
+	s := shareStory(t, func(name string) Options { return Options{Name: name, Store: memStore(srv)} })
+	dee := openT(t, filepath.Join(t.TempDir(), "dee"), Options{Name: "Dee", Store: memStore(srv)})
+	t.Cleanup(func() { dee.Close() })
+	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	return s, dee, link
 }
