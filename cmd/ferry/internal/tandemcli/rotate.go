@@ -73,22 +73,11 @@ func (a *app) roleCmd() *cobra.Command {
 			if role != tandem.RoleWriter && role != tandem.RoleReader {
 				return usagef("a member is a writer or a reader, not %q", as[2])
 			}
-			s, err := a.open(c.Context())
+			s, l, m, err := a.openMember(c, as[0], as[1])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			if err := a.syncForSharing(c, s); err != nil {
-				return err
-			}
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
-			m, err := findMember(s.dev, l, as[1])
-			if err != nil {
-				return err
-			}
 			if m.Role == role {
 				return failf("invalid", "%s is already a %s of %s", m.Name, role, l.Name)
 			}
@@ -105,6 +94,30 @@ func (a *app) roleCmd() *cobra.Command {
 	return a.flags(c, true)
 }
 
+// openMember opens the device, syncs (a sharing change is made on the
+// current roster) and finds the list and the member a user named; the
+// caller closes the session.
+func (a *app) openMember(c *cobra.Command, list, member string) (*session, listInfo, tandem.Member, error) {
+	s, err := a.open(c.Context())
+	if err != nil {
+		return nil, listInfo{}, tandem.Member{}, err
+	}
+	var l listInfo
+	err = a.syncForSharing(c, s)
+	if err == nil {
+		l, err = findList(s.dev, list)
+	}
+	var m tandem.Member
+	if err == nil {
+		m, err = findMember(s.dev, l, member)
+	}
+	if err != nil {
+		s.close()
+		return nil, listInfo{}, tandem.Member{}, err
+	}
+	return s, l, m, nil
+}
+
 func (a *app) removeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "remove LIST MEMBER",
@@ -112,22 +125,11 @@ func (a *app) removeCmd() *cobra.Command {
 		Short:   "Remove someone from a list; the list gets a new key (its owner only; needs a connection)",
 		Args:    args(2, 2, "remove LIST MEMBER"),
 		RunE: func(c *cobra.Command, as []string) error {
-			s, err := a.open(c.Context())
+			s, l, m, err := a.openMember(c, as[0], as[1])
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			if err := a.syncForSharing(c, s); err != nil {
-				return err
-			}
-			l, err := findList(s.dev, as[0])
-			if err != nil {
-				return err
-			}
-			m, err := findMember(s.dev, l, as[1])
-			if err != nil {
-				return err
-			}
 			if !a.confirm(c, fmt.Sprintf("Remove %s from %s?", m.Name, l.Name)) {
 				return failf("declined", "%s stays in %s (answer y to remove)", m.Name, l.Name)
 			}
