@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ferry-sync/ferry/datasync/attach"
@@ -154,9 +155,17 @@ func refFromJS(o *lorowasm.Object) (Value, bool) {
 	return Value{Kind: Attachment, Ref: r}, true
 }
 
+// checkName checks a collection name and a key. A collection is a Loro
+// root map, whose name Loro refuses when it holds "/" or NUL (they would
+// make its container id ambiguous); Ferry refuses those names itself, up
+// front, so the caller gets ErrValue and the document is untouched.
+// docs/decisions/datasync-loro-values.md.
 func checkName(collection, key string) error {
 	if collection == "" || !utf8.ValidString(collection) || len(collection) > 1024 {
 		return fmt.Errorf("%w: collection must be 1..1024 bytes of UTF-8", ErrValue)
+	}
+	if strings.ContainsAny(collection, "/\x00") {
+		return fmt.Errorf("%w: collection %q holds \"/\" or NUL, which Loro does not take in a name", ErrValue, collection)
 	}
 	if key == "" || !utf8.ValidString(key) || len(key) > 1024 {
 		return fmt.Errorf("%w: key must be 1..1024 bytes of UTF-8", ErrValue)
@@ -228,6 +237,17 @@ func (e *Engine) edit(name string, multi bool, f func(context.Context, *doc) err
 	defer e.mu.Unlock()
 	ctx, cancel := e.ctx()
 	defer cancel()
+	fresh := e.docs[name] == nil
+	err := e.editLocked(ctx, name, multi, f)
+	if err != nil && fresh {
+		// A failed first write leaves no empty document behind.
+		e.drop(ctx, name)
+	}
+	return err
+}
+
+// editLocked is edit's work; the caller holds e.mu.
+func (e *Engine) editLocked(ctx context.Context, name string, multi bool, f func(context.Context, *doc) error) error {
 	d, err := e.docOrNew(ctx, name)
 	if err != nil {
 		return err
@@ -327,16 +347,22 @@ func (e *Engine) Values(name, collection string) map[string]Value {
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()
-	x, err := e.in.MapJSON(ctx, d.h, collection)
+	// entries, not toJSON: toJSON flattens a nested container into a
+	// value (a counter into a number, a map container into what may look
+	// like an attachment reference); entries leaves it a container, which
+	// reads as absent, as GetIn reads it.
+	c, err := e.in.MapEntries(ctx, d.h, collection)
 	if err != nil {
 		_ = e.trapped(ctx, err)
 		return out
 	}
-	if c, ok := x.(*lorowasm.Object); ok {
-		for _, k := range c.Keys() {
-			if v, ok := fromJS(c.Get(k)); ok {
-				out[k] = v
-			}
+	for _, k := range c.Keys() {
+		x := c.Get(k)
+		if _, container := x.(lorowasm.Undefined); container {
+			continue
+		}
+		if v, ok := fromJS(x); ok {
+			out[k] = v
 		}
 	}
 	return out
@@ -377,7 +403,8 @@ func (e *Engine) jsValue(name string) (*lorowasm.Object, error) {
 }
 
 // JSON returns the document's toJSON() as JSON, with byte values written
-// as {"$bytes": hex}; object keys are sorted.
+// as {"$bytes": hex} and a NaN or ±Inf a peer wrote as {"$float": name}
+// (see plainFloat); object keys are sorted.
 func (e *Engine) JSON(doc string) ([]byte, error) {
 	o, err := e.jsValue(doc)
 	if err != nil {
@@ -405,6 +432,25 @@ func plain(x any) any {
 		return map[string]any{"$bytes": hex.EncodeToString(t.Buf)}
 	case lorowasm.Null, lorowasm.Undefined:
 		return nil
+	case float64:
+		return plainFloat(t)
 	}
 	return x
+}
+
+// plainFloat renders a number for JSON. Ferry never writes NaN or ±Inf,
+// but a Loro peer may; JSON has no such numbers, so they are marked as
+// {"$float": "NaN"}, {"$float": "Infinity"}, {"$float": "-Infinity"}
+// (JavaScript's names for them), as byte values are marked with $bytes.
+// docs/decisions/datasync-loro-values.md.
+func plainFloat(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return map[string]any{"$float": "NaN"}
+	case math.IsInf(f, 1):
+		return map[string]any{"$float": "Infinity"}
+	case math.IsInf(f, -1):
+		return map[string]any{"$float": "-Infinity"}
+	}
+	return f
 }

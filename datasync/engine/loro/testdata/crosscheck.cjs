@@ -14,8 +14,15 @@
 //   {"mode": "read", "snapshots": {doc: base64}}
 //        load each snapshot into a fresh document and answer, per
 //        document, its JSON and its own re-export as a snapshot (hex)
+//   {"mode": "rootnames", "names": [...]}
+//        answer, per name, whether loro-crdt takes it as a root map name
+//
+// Steps can also write what Ferry never writes but a Loro peer may: a
+// float "NaN", "Infinity" or "-Infinity", and nested containers (ops
+// counter, textc, listc, container, refmap: a map container with an
+// attachment reference's fields).
 "use strict";
-const { LoroDoc, LoroMap, VersionVector } = require("loro-crdt");
+const { LoroDoc, LoroMap, LoroCounter, LoroText, LoroList, VersionVector } = require("loro-crdt");
 
 const hex = (u8) => Buffer.from(u8).toString("hex");
 const unhex = (s) => new Uint8Array(Buffer.from(s, "hex"));
@@ -39,6 +46,8 @@ function jsValue(v) {
 
 function canon(x) {
   if (x instanceof Uint8Array) return { $bytes: hex(x) };
+  // docs/decisions/datasync-loro-values.md: JSON has no NaN or Infinity.
+  if (typeof x === "number" && !Number.isFinite(x)) return { $float: String(x) };
   if (Array.isArray(x)) return x.map(canon);
   if (x !== null && typeof x === "object") {
     const out = {};
@@ -77,6 +86,14 @@ function edit(d, step) {
     case "del": m.delete(step.key); break;
     case "batch": for (const [k, v] of step.entries) m.set(k, jsValue(v)); break;
     case "container": m.setContainer(step.key, new LoroMap()).set("inner", 1); break;
+    case "counter": m.setContainer(step.key, new LoroCounter()).increment(3); break;
+    case "textc": m.setContainer(step.key, new LoroText()).insert(0, "text"); break;
+    case "listc": m.setContainer(step.key, new LoroList()).push(1); break;
+    case "refmap": {
+      const r = m.setContainer(step.key, new LoroMap());
+      for (const [k, v] of Object.entries(jsValue(step.value))) r.set(k, v);
+      break;
+    }
   }
   d.commit();
 }
@@ -149,6 +166,13 @@ function interop(req) {
   };
 }
 
+function rootnames(req) {
+  const d = new LoroDoc();
+  return req.names.map((n) => {
+    try { d.getMap(n); return true; } catch (e) { return false; }
+  });
+}
+
 function read(req) {
   const out = {};
   for (const [name, b64] of Object.entries(req.snapshots)) {
@@ -171,6 +195,7 @@ process.stdin.on("end", () => {
   if (req.mode === "corpus") out = req.scenarios.map(runScenario);
   else if (req.mode === "interop") out = interop(req);
   else if (req.mode === "read") out = read(req);
+  else if (req.mode === "rootnames") out = rootnames(req);
   else throw new Error("unknown mode " + req.mode);
   process.stdout.write(JSON.stringify(out));
 });

@@ -396,17 +396,47 @@ func (in *Instance) MapGet(ctx context.Context, d *Doc, collection, key string) 
 	return v, nil
 }
 
-// MapJSON is getMap(collection).toJSON().
-func (in *Instance) MapJSON(ctx context.Context, d *Doc, collection string) (any, error) {
+// MapEntries is getMap(collection).entries(): each key with its value as
+// a JS value, one level deep. A container under a key arrives as a Wrapped
+// handle, which is released here and answered as Undefined, as MapGet
+// answers it (toJSON would flatten it into a value instead).
+func (in *Instance) MapEntries(ctx context.Context, d *Doc, collection string) (*Object, error) {
 	m, err := in.rootMap(ctx, d, collection)
 	if err != nil {
 		return nil, err
 	}
-	res, err := in.Call(ctx, "loromap_toJSON", uint64(m))
+	r, err := in.ret(ctx, "loromap_entries", uint64(m))
 	if err != nil {
 		return nil, err
 	}
-	return in.heap.take(uint32(res[0])), nil
+	idx, ok := in.mod.Memory().Read(r[0], 4*r[1])
+	if !ok {
+		return nil, fmt.Errorf("%w: returned array outside memory", ErrTrapped)
+	}
+	entries := make([]any, r[1])
+	for i := range entries {
+		entries[i] = in.heap.take(uint32(idx[4*i]) | uint32(idx[4*i+1])<<8 | uint32(idx[4*i+2])<<16 | uint32(idx[4*i+3])<<24)
+	}
+	if _, err := in.Call(ctx, "__wbindgen_free", uint64(r[0]), uint64(4*r[1]), 4); err != nil {
+		return nil, err
+	}
+	out := NewObject()
+	for _, e := range entries {
+		kv, ok := e.(*Array)
+		if !ok || len(kv.Elems) != 2 {
+			continue
+		}
+		k, _ := kv.Elems[0].(string)
+		v := kv.Elems[1]
+		if w, ok := v.(*Wrapped); ok {
+			if _, ferr := in.Call(ctx, "__wbg_"+lower(w.Class)+"_free", uint64(w.Ptr), 0); ferr != nil && err == nil {
+				err = ferr
+			}
+			v = Undefined{}
+		}
+		out.Set(k, v)
+	}
+	return out, err
 }
 
 func lower(s string) string {
