@@ -143,7 +143,7 @@ func (h Hub) MarshalJSON() ([]byte, error) {
 // Tandem JSON goes through (duplicate keys rejected).
 func ParseHub(b []byte) (Hub, error) {
 	var j struct {
-		Kind     string `json:"kind,required"`
+		Kind     string `json:"kind" tjson:"required"`
 		Session  string `json:"session"`
 		Token    string `json:"token"`
 		Host     string `json:"host"`

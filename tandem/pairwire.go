@@ -56,12 +56,12 @@ func parsePairPayload(s string) (pairPayload, error) {
 		return pairPayload{}, newErr(CodeInvalid, nil, "this is not a code for adding a device")
 	}
 	var j struct {
-		T   string       `json:"t,required"`
-		V   uint64       `json:"v,required"`
+		T   string       `json:"t" tjson:"required"`
+		V   uint64       `json:"v" tjson:"required"`
 		Hub *tjson.Value `json:"hub"`
-		U   [32]byte     `json:"u,required"`
-		P   [32]byte     `json:"p,required"`
-		Exp uint64       `json:"exp,required"`
+		U   [32]byte     `json:"u" tjson:"required"`
+		P   [32]byte     `json:"p" tjson:"required"`
+		Exp uint64       `json:"exp" tjson:"required"`
 	}
 	if err := tjson.Unmarshal([]byte(s), &j); err != nil {
 		return pairPayload{}, newErr(CodeInvalid, err, "this is not a code for adding a device")
@@ -134,7 +134,7 @@ func (m pairMsg) encode() ([]byte, error) {
 func parsePairMsg(pt []byte) (pairMsg, error) {
 	var j struct {
 		Name  *string   `json:"name"`
-		EK    [32]byte  `json:"ek,required"`
+		EK    [32]byte  `json:"ek" tjson:"required"`
 		N     *[16]byte `json:"n"`
 		Sig   *[64]byte `json:"sig"`
 		Reply *[]byte   `json:"reply"`

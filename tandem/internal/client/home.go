@@ -33,8 +33,8 @@ var (
 // keyEntry is one element of a membership's keys set (§6.2):
 // { "epoch": b64u(ID of the statement that started the epoch), "k": b64u(epoch key) }.
 type keyEntry struct {
-	Epoch [32]byte `json:"epoch,required"`
-	K     [32]byte `json:"k,required"`
+	Epoch [32]byte `json:"epoch" tjson:"required"`
+	K     [32]byte `json:"k" tjson:"required"`
 }
 
 func (e keyEntry) encode() ([]byte, error) {

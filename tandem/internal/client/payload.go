@@ -152,16 +152,16 @@ type inPayload struct {
 }
 
 type inWrite struct {
-	F  string    `json:"f,required"`
-	Op uint8     `json:"op,required"`
+	F  string    `json:"f" tjson:"required"`
+	Op uint8     `json:"op" tjson:"required"`
 	V  *[]byte   `json:"v"`
 	E  *[]byte   `json:"e"`
-	A  [32]byte  `json:"a,required"`
-	D  inDot     `json:"d,required"`
+	A  [32]byte  `json:"a" tjson:"required"`
+	D  inDot     `json:"d" tjson:"required"`
 	R  *[32]byte `json:"r"`
-	C  []inDot   `json:"c,required"`
-	B  []inDot   `json:"b,required"`
-	S  [64]byte  `json:"s,required"`
+	C  []inDot   `json:"c" tjson:"required"`
+	B  []inDot   `json:"b" tjson:"required"`
+	S  [64]byte  `json:"s" tjson:"required"`
 }
 
 func (w *inWrite) signed(rec, scope [16]byte) (SignedWrite, error) {

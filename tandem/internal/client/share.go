@@ -144,17 +144,17 @@ type grant struct {
 
 // joinPayload is the kind-3 join request (§11.2).
 type joinPayload struct {
-	UID  [32]byte `json:"uid,required"`
-	UKA  [32]byte `json:"uka,required"`
-	Name string   `json:"name,required"`
-	Sig  [64]byte `json:"sig,required"`
-	ISig [64]byte `json:"isig,required"`
+	UID  [32]byte `json:"uid" tjson:"required"`
+	UKA  [32]byte `json:"uka" tjson:"required"`
+	Name string   `json:"name" tjson:"required"`
+	Sig  [64]byte `json:"sig" tjson:"required"`
+	ISig [64]byte `json:"isig" tjson:"required"`
 }
 
 // inboxPayload is a kind-2 inbox message (§11.4): grant or declined.
 type inboxPayload struct {
-	Type       string        `json:"type,required"`
-	C          [16]byte      `json:"c,required"`
+	Type       string        `json:"type" tjson:"required"`
+	C          [16]byte      `json:"c" tjson:"required"`
 	At         [32]byte      `json:"at"`
 	Epoch      [32]byte      `json:"epoch"`
 	K          [32]byte      `json:"k"`
@@ -168,7 +168,7 @@ type inboxPayload struct {
 
 // noticePayload is a kind-3 notice in a collection's channel (§11.5).
 type noticePayload struct {
-	Type string   `json:"type,required"`
+	Type string   `json:"type" tjson:"required"`
 	UID  [32]byte `json:"uid"`
 	At   [32]byte `json:"at"`
 	Sig  [64]byte `json:"sig"`
@@ -283,9 +283,9 @@ func (d *Device) stashNotice(b hub.Body, ch *channel, pt []byte) error {
 	}
 	if p.Type == "keyreq" {
 		var k struct {
-			Have [32]byte `json:"have,required"`
-			By   [32]byte `json:"by,required"`
-			Sig  [64]byte `json:"sig,required"`
+			Have [32]byte `json:"have" tjson:"required"`
+			By   [32]byte `json:"by" tjson:"required"`
+			Sig  [64]byte `json:"sig" tjson:"required"`
 		}
 		if err := tjson.Unmarshal(pt, &k); err != nil {
 			return err

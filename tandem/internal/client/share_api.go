@@ -30,15 +30,15 @@ type InvitePolicy struct {
 
 // InvitePayload is the invite's JSON payload (§11.1).
 type InvitePayload struct {
-	T    string   `json:"t,required"`
-	V    int64    `json:"v,required"`
+	T    string   `json:"t" tjson:"required"`
+	V    int64    `json:"v" tjson:"required"`
 	Hub  RawJSON  `json:"hub,omitempty"`
-	C    [16]byte `json:"c,required"`
-	I    [16]byte `json:"i,required"`
-	S    [32]byte `json:"s,required"`
-	By   InviteBy `json:"by,required"`
+	C    [16]byte `json:"c" tjson:"required"`
+	I    [16]byte `json:"i" tjson:"required"`
+	S    [32]byte `json:"s" tjson:"required"`
+	By   InviteBy `json:"by" tjson:"required"`
 	Hint string   `json:"hint,omitempty"`
-	Exp  int64    `json:"exp,required"`
+	Exp  int64    `json:"exp" tjson:"required"`
 }
 
 // RawJSON is a JSON value kept as its exact bytes (a hub descriptor, read
@@ -56,7 +56,7 @@ func (r *RawJSON) UnmarshalTJSON(v tjson.Value) error {
 
 // InviteBy names the inviter, the collection's owner.
 type InviteBy struct {
-	UID  [32]byte `json:"uid,required"`
+	UID  [32]byte `json:"uid" tjson:"required"`
 	Name string   `json:"name"`
 }
 

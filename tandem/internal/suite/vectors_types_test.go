@@ -72,100 +72,100 @@ type vectorFile struct {
 }
 
 type userVec struct {
-	Secret    hexBytes `json:"secret,required"`
-	UID       hexBytes `json:"uid,required"`
-	UKa       hexBytes `json:"uka,required"`
-	HomeKey   hexBytes `json:"home_key,required"`
-	HomeTag   string   `json:"home_tag,required"`
-	InboxTag  string   `json:"inbox_tag,required"`
-	HomeScope hexBytes `json:"home_scope,required"`
-	KID       hexBytes `json:"kid,required"`
-	BackupKey string   `json:"backup_key,required"`
+	Secret    hexBytes `json:"secret" tjson:"required"`
+	UID       hexBytes `json:"uid" tjson:"required"`
+	UKa       hexBytes `json:"uka" tjson:"required"`
+	HomeKey   hexBytes `json:"home_key" tjson:"required"`
+	HomeTag   string   `json:"home_tag" tjson:"required"`
+	InboxTag  string   `json:"inbox_tag" tjson:"required"`
+	HomeScope hexBytes `json:"home_scope" tjson:"required"`
+	KID       hexBytes `json:"kid" tjson:"required"`
+	BackupKey string   `json:"backup_key" tjson:"required"`
 }
 
 type namedVec struct {
 	Name string   `json:"name"`
-	ID   hexBytes `json:"id,required"`
+	ID   hexBytes `json:"id" tjson:"required"`
 }
 
 type commitVec struct {
-	Key    hexBytes `json:"key,required"`
-	Commit hexBytes `json:"commit,required"`
+	Key    hexBytes `json:"key" tjson:"required"`
+	Commit hexBytes `json:"commit" tjson:"required"`
 }
 
 type collTagVec struct {
-	Key   hexBytes `json:"key,required"`
-	Epoch hexBytes `json:"epoch,required"`
-	Tag   string   `json:"tag,required"`
+	Key   hexBytes `json:"key" tjson:"required"`
+	Epoch hexBytes `json:"epoch" tjson:"required"`
+	Tag   string   `json:"tag" tjson:"required"`
 }
 
 type inviteVec struct {
-	Secret     hexBytes `json:"secret,required"`
-	SignPub    hexBytes `json:"sign_pub,required"`
-	ChannelKey hexBytes `json:"channel_key,required"`
-	Tag        string   `json:"tag,required"`
+	Secret     hexBytes `json:"secret" tjson:"required"`
+	SignPub    hexBytes `json:"sign_pub" tjson:"required"`
+	ChannelKey hexBytes `json:"channel_key" tjson:"required"`
+	Tag        string   `json:"tag" tjson:"required"`
 }
 
 type pairingVec struct {
-	P    hexBytes `json:"p,required"`
-	Key  hexBytes `json:"key,required"`
-	Tag  string   `json:"tag,required"`
-	EK   hexBytes `json:"ek,required"`
-	N    hexBytes `json:"n,required"`
-	Code string   `json:"code,required"`
+	P    hexBytes `json:"p" tjson:"required"`
+	Key  hexBytes `json:"key" tjson:"required"`
+	Tag  string   `json:"tag" tjson:"required"`
+	EK   hexBytes `json:"ek" tjson:"required"`
+	N    hexBytes `json:"n" tjson:"required"`
+	Code string   `json:"code" tjson:"required"`
 }
 
 type envelopeVec struct {
-	Kind      uint8    `json:"kind,required"`
-	Key       hexBytes `json:"key,required"`
-	Salt      hexBytes `json:"salt,required"`
-	Tag       string   `json:"tag,required"`
+	Kind      uint8    `json:"kind" tjson:"required"`
+	Key       hexBytes `json:"key" tjson:"required"`
+	Salt      hexBytes `json:"salt" tjson:"required"`
+	Tag       string   `json:"tag" tjson:"required"`
 	Plaintext hexBytes `json:"plaintext"`
-	Envelope  hexBytes `json:"envelope,required"`
+	Envelope  hexBytes `json:"envelope" tjson:"required"`
 }
 
 type inboxVec struct {
-	RecipientSecret hexBytes `json:"recipient_secret,required"`
-	Tag             string   `json:"tag,required"`
+	RecipientSecret hexBytes `json:"recipient_secret" tjson:"required"`
+	Tag             string   `json:"tag" tjson:"required"`
 	Plaintext       hexBytes `json:"plaintext"`
-	Envelope        hexBytes `json:"envelope,required"`
+	Envelope        hexBytes `json:"envelope" tjson:"required"`
 }
 
 type writeVec struct {
-	AuthorSecret hexBytes  `json:"author_secret,required"`
-	Scope        hexBytes  `json:"scope,required"`
-	Record       hexBytes  `json:"record,required"`
+	AuthorSecret hexBytes  `json:"author_secret" tjson:"required"`
+	Scope        hexBytes  `json:"scope" tjson:"required"`
+	Record       hexBytes  `json:"record" tjson:"required"`
 	Field        string    `json:"field"`
-	Op           uint8     `json:"op,required"`
+	Op           uint8     `json:"op" tjson:"required"`
 	Element      hexBytes  `json:"element"`
 	Value        hexBytes  `json:"value"`
-	Device       hexBytes  `json:"device,required"`
+	Device       hexBytes  `json:"device" tjson:"required"`
 	Millis       uint64    `json:"millis"`
 	Counter      uint16    `json:"counter"`
-	Ref          hexBytes  `json:"ref,required"`
+	Ref          hexBytes  `json:"ref" tjson:"required"`
 	Context      []vvEntry `json:"context"`
 	Base         []vvEntry `json:"base"`
-	SigInput     hexBytes  `json:"sig_input,required"`
-	WriteID      hexBytes  `json:"write_id,required"`
-	Sig          hexBytes  `json:"sig,required"`
+	SigInput     hexBytes  `json:"sig_input" tjson:"required"`
+	WriteID      hexBytes  `json:"write_id" tjson:"required"`
+	Sig          hexBytes  `json:"sig" tjson:"required"`
 }
 
 type inventoryRecordVec struct {
-	ID     hexBytes   `json:"id,required"`
+	ID     hexBytes   `json:"id" tjson:"required"`
 	Writes []hexBytes `json:"writes"`
 }
 
 type inventoryVec struct {
 	Records []inventoryRecordVec `json:"records"`
-	Bytes   hexBytes             `json:"bytes,required"`
-	Hash    hexBytes             `json:"hash,required"`
+	Bytes   hexBytes             `json:"bytes" tjson:"required"`
+	Hash    hexBytes             `json:"hash" tjson:"required"`
 }
 
 type edVec struct {
 	Comment string   `json:"comment"`
-	Pub     hexBytes `json:"pub,required"`
+	Pub     hexBytes `json:"pub" tjson:"required"`
 	Msg     hexBytes `json:"msg"`
-	Sig     hexBytes `json:"sig,required"`
+	Sig     hexBytes `json:"sig" tjson:"required"`
 	Valid   bool     `json:"valid"`
 }
 
@@ -173,9 +173,9 @@ type edVec struct {
 // join, invite, grant, keyreq, leave or pair-code; fields holds its inputs
 // (hex, except name as a string).
 type signedObjVec struct {
-	Type   string            `json:"type,required"`
-	Fields map[string]string `json:"fields,required"`
-	Bytes  hexBytes          `json:"bytes,required"`
+	Type   string            `json:"type" tjson:"required"`
+	Fields map[string]string `json:"fields" tjson:"required"`
+	Bytes  hexBytes          `json:"bytes" tjson:"required"`
 }
 
 // backupVec is a typed backup key: the secret it gives, or ok false.
@@ -187,9 +187,9 @@ type backupVec struct {
 
 // pairReplyVec is an open-only pairing reply (§6.3 step 4).
 type pairReplyVec struct {
-	EKSecret   hexBytes `json:"ek_secret,required"`
-	EK         hexBytes `json:"ek,required"`
-	UID        hexBytes `json:"uid,required"`
-	Sealed     hexBytes `json:"sealed,required"`
-	UserSecret hexBytes `json:"user_secret,required"`
+	EKSecret   hexBytes `json:"ek_secret" tjson:"required"`
+	EK         hexBytes `json:"ek" tjson:"required"`
+	UID        hexBytes `json:"uid" tjson:"required"`
+	Sealed     hexBytes `json:"sealed" tjson:"required"`
+	UserSecret hexBytes `json:"user_secret" tjson:"required"`
 }

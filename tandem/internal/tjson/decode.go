@@ -227,23 +227,21 @@ func decodeStruct(j Value, rv reflect.Value, path string) error {
 	return nil
 }
 
-// fieldName reads `json:"name,required"`; untagged fields use the Go name.
+// fieldName reads the member name from the `json:"name"` tag (untagged
+// fields use the Go name) and requiredness from a tag key of its own,
+// `tjson:"required"`, so the standard library's json options stay its own.
 func fieldName(f reflect.StructField) (name string, required, skip bool) {
+	required = f.Tag.Get("tjson") == "required"
 	tag, ok := f.Tag.Lookup("json")
 	if !ok {
-		return f.Name, false, false
+		return f.Name, required, false
 	}
 	if tag == "-" {
 		return "", false, true
 	}
-	name, opts, _ := strings.Cut(tag, ",")
+	name, _, _ = strings.Cut(tag, ",")
 	if name == "" {
 		name = f.Name
-	}
-	for _, o := range strings.Split(opts, ",") {
-		if o == "required" {
-			required = true
-		}
 	}
 	return name, required, false
 }

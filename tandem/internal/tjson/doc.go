@@ -22,7 +22,7 @@
 // (§10.5 "Bytes, not strings"), unlike encoding/json.
 //
 // The schema is a Go type: Unmarshal maps the validated tree onto structs
-// (field names from `json:"name"` tags; the option ",required" makes a
+// (field names from `json:"name"` tags; a `tjson:"required"` tag makes a
 // missing member an error, ErrMissing), strings, bools, integers, slices,
 // maps with string keys, pointers (optional members), and types that
 // implement Unmarshaler. Byte strings — []byte, [N]byte and Bytes — are read

@@ -27,8 +27,8 @@ func (d *dotJSON) UnmarshalTJSON(v Value) error {
 }
 
 type writeJSON struct {
-	F  string    `json:"f,required"`
-	Op uint8     `json:"op,required"`
+	F  string    `json:"f" tjson:"required"`
+	Op uint8     `json:"op" tjson:"required"`
 	V  Bytes     `json:"v"`
 	E  []byte    `json:"e"`
 	D  dotJSON   `json:"d"`
@@ -38,7 +38,7 @@ type writeJSON struct {
 }
 
 type recJSON struct {
-	Rec    [16]byte    `json:"rec,required"`
+	Rec    [16]byte    `json:"rec" tjson:"required"`
 	Writes []writeJSON `json:"writes"`
 }
 
