@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/ferry-sync/ferry/evolu/client"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"

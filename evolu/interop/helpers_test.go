@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/internal/clientstore"
 	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
+	"github.com/ferry-sync/ferry/evolu/internal/clientstore"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
 	"github.com/ferry-sync/ferry/evolu/relay"
