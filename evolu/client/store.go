@@ -40,10 +40,6 @@ func OpenExistingStore(ctx context.Context, path string) (*Store, error) {
 // not a client's (a relay's, or another program's).
 var ErrWrongDatabase = clientstore.ErrWrongDatabase
 
-// MaxMutationSize bounds one encrypted change written with Put (the limit
-// Evolu's own client applies to a mutation).
-const MaxMutationSize = clientstore.MaxMutationSize
-
 // storage is the Store as the reconciliation code sees it (the protocol's
 // storage interface); Sync and Run use it, an app never does.
 func (s *Store) storage() *clientstore.Store { return s.st }

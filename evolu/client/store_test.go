@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
+	"github.com/ferry-sync/ferry/evolu/internal/clientstore"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
@@ -118,7 +119,7 @@ func TestSystemColumnsRejected(t *testing.T) {
 func TestPutRejectsHugeChange(t *testing.T) {
 	st := openTestStore(t)
 	o := OwnerFromSecret(Secret{5})
-	big := make([]byte, MaxMutationSize)
+	big := make([]byte, clientstore.MaxMutationSize)
 	if _, err := st.Put(context.Background(), o, DbChange{Table: "t", Values: []Column{{Name: "b", Value: big}}}); err == nil {
 		t.Fatal("huge change accepted")
 	}

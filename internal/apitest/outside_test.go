@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -81,7 +80,7 @@ func TestExamplesBuildOutsideModule(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "go.sum"), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "vet", "./...")
+	cmd := exec.Command("go", "vet", "./...")
 	cmd.Dir = app
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off")
 	var out bytes.Buffer
