@@ -26,7 +26,32 @@ const (
 	CodeBackupKey                 // a backup key that does not check (§6.3)
 	CodeTooLarge                  // a value too large for one message (§10.6)
 	CodeInFlight                  // another device of the owner has a sharing change in flight (§11.7)
+	CodeExpired                   // a pairing code or invite past its expiry (§13.3)
+	CodeDifferentHub              // a code for another hub than the device's (§11.2, §13.3)
+	CodePairing                   // a pairing that cannot go on: finished, declined, or interfered with (§6.3)
 )
+
+// codeNames are the codes' names (String, MarshalText): stable words for
+// logs and JSON.
+var codeNames = map[Code]string{
+	CodeInternal: "internal", CodeOffline: "offline", CodeAuth: "auth", CodeLocked: "locked",
+	CodeNewerVersion: "newer_version", CodeStorage: "storage", CodeNotFound: "not_found",
+	CodeNotWritable: "not_writable", CodeInvalid: "invalid", CodeExists: "exists", CodeNoHub: "no_hub",
+	CodeNoDevice: "no_device", CodeWrongIdentity: "wrong_identity", CodeBackupKey: "backup_key",
+	CodeTooLarge: "too_large", CodeInFlight: "in_flight", CodeExpired: "expired",
+	CodeDifferentHub: "different_hub", CodePairing: "pairing",
+}
+
+// String is the code's name ("offline", "not_found", ...).
+func (c Code) String() string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("code_%d", int(c))
+}
+
+// MarshalText writes the code's name, so JSON and logs show words.
+func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // Error is every error the tandem package returns. Message is one line for
 // a person, with what to do; Err is the cause, for logs and errors.Is.

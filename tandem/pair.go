@@ -12,14 +12,6 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
-// Error codes of pairing, invites and joining. Their values are far from
-// the iota sequence of errors.go so that codes added there never collide.
-const (
-	CodeExpired      Code = 100 + iota // a pairing code or invite past its expiry (§13.3)
-	CodeDifferentHub                   // a code for another hub than the device's (§11.2, §13.3)
-	CodePairing                        // a pairing that cannot go on: finished, declined, or interfered with (§6.3)
-)
-
 // The §13.3 messages of pairing.
 const (
 	msgCodeExpired = "This code has expired. Ask for a new one."

@@ -86,7 +86,7 @@ after failures, until interrupted.`,
 			out := cmd.OutOrStdout()
 			report := func(rep client.SyncReport) error {
 				if f.json {
-					return json.NewEncoder(out).Encode(rep)
+					return json.NewEncoder(out).Encode(syncReportJSON(rep))
 				}
 				_, err := fmt.Fprintf(out, "owner %s: sent %d, received %d changes in %d rounds (%d bytes out, %d in): %s\n",
 					rep.Owner, rep.Sent, rep.Received, rep.Rounds, rep.BytesSent, rep.BytesReceived, rep.Outcome)
@@ -97,9 +97,9 @@ after failures, until interrupted.`,
 					OnSync: func(rep client.SyncReport) { _ = report(rep) },
 					OnBroadcast: func(n int) {
 						if f.json {
-							_ = json.NewEncoder(out).Encode(map[string]any{"ownerId": o.ID.String(), "broadcast": n})
+							_ = json.NewEncoder(out).Encode(map[string]any{"ownerId": o.ID().String(), "broadcast": n})
 						} else {
-							fmt.Fprintf(out, "owner %s: received %d changes by broadcast\n", o.ID, n)
+							fmt.Fprintf(out, "owner %s: received %d changes by broadcast\n", o.ID(), n)
 						}
 					},
 					Logger:      slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
@@ -107,7 +107,7 @@ after failures, until interrupted.`,
 				})
 			}
 			rep, err := client.Sync(cmd.Context(), relayURL, o, st, client.SyncOptions{ReplyTimeout: timeout})
-			if errors.Is(err, client.ErrNoReply) {
+			if re := (*client.RelayError)(nil); errors.As(err, &re) && re.Code == client.RelayNoReply {
 				return fmt.Errorf("the relay at %s sent no reply within %s: is it an Evolu protocol v1 relay? (a relay does not answer a request it cannot decode)", relayURL, timeout)
 			}
 			if err != nil {
@@ -221,14 +221,14 @@ func newEvoluRowsCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			has, err := st.HasChanges(cmd.Context(), o.ID)
+			has, err := st.HasChanges(cmd.Context(), o.ID())
 			if err != nil {
 				return err
 			}
 			if !has {
-				return fmt.Errorf("owner %s has no rows in %s: a different secret, or not synced to this device yet (ferry evolu sync)", o.ID, f.db)
+				return fmt.Errorf("owner %s has no rows in %s: a different secret, or not synced to this device yet (ferry evolu sync)", o.ID(), f.db)
 			}
-			rows, err := st.Rows(cmd.Context(), o.ID, table)
+			rows, err := st.Rows(cmd.Context(), o.ID(), table)
 			if err != nil {
 				return err
 			}
@@ -288,7 +288,7 @@ func newEvoluSecretCmd() *cobra.Command {
 			if _, err := io.ReadFull(rand.Reader, s[:]); err != nil {
 				return err
 			}
-			id := client.OwnerFromSecret(s).ID
+			id := client.OwnerFromSecret(s).ID()
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return json.NewEncoder(out).Encode(map[string]string{"secret": s.String(), "mnemonic": s.Mnemonic(), "ownerId": id.String()})
@@ -299,4 +299,22 @@ func newEvoluSecretCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// evoluSyncJSON is the --json form of one sync (the field names the CLI has
+// always printed; the library's SyncReport carries no JSON shape).
+type evoluSyncJSON struct {
+	Owner         string `json:"ownerId"`
+	Rounds        int    `json:"rounds"`
+	Sent          int    `json:"sent"`
+	Received      int    `json:"received"`
+	BytesSent     int64  `json:"bytesSent"`
+	BytesReceived int64  `json:"bytesReceived"`
+	Outcome       string `json:"outcome"`
+	TooLarge      int    `json:"tooLarge"`
+}
+
+func syncReportJSON(r client.SyncReport) evoluSyncJSON {
+	return evoluSyncJSON{Owner: r.Owner.String(), Rounds: r.Rounds, Sent: r.Sent, Received: r.Received,
+		BytesSent: r.BytesSent, BytesReceived: r.BytesReceived, Outcome: r.Outcome, TooLarge: r.TooLarge}
 }

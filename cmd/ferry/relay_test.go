@@ -108,8 +108,8 @@ func TestRelayCmdOperator(t *testing.T) {
 	db := filepath.Join(dir, "relay.db")
 	cert, key := selfSigned(t, dir)
 	allowed, other := client.OwnerFromSecret(client.Secret{1}), client.OwnerFromSecret(client.Secret{2})
-	os.WriteFile(filepath.Join(dir, "allow"), []byte("# owners\n"+allowed.ID.String()+"\n"+other.ID.String()+"\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "quota"), []byte("* 1k\n"+other.ID.String()+" 100\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "allow"), []byte("# owners\n"+allowed.ID().String()+"\n"+other.ID().String()+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "quota"), []byte("* 1k\n"+other.ID().String()+" 100\n"), 0o600)
 	out, stop := startRelayCmd(t, "--db", db, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-format", "json",
 		"--tls-cert", cert, "--tls-key", key, "--allow-owners", filepath.Join(dir, "allow"), "--quota-file", filepath.Join(dir, "quota"))
 	stopped := false
@@ -135,7 +135,7 @@ func TestRelayCmdOperator(t *testing.T) {
 	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	url := "wss://" + addr
 	put := func(o client.Owner, value string) error {
-		st, err := client.OpenStore(ctx, filepath.Join(dir, o.ID.String()+".db"))
+		st, err := client.OpenStore(ctx, filepath.Join(dir, o.ID().String()+".db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,8 @@ func TestRelayCmdOperator(t *testing.T) {
 	if err := put(allowed, "small"); err != nil { // under the 1k default
 		t.Fatalf("allowed owner: %v", err)
 	}
-	if err := put(other, strings.Repeat("x", 200)); !client.IsQuotaError(err) { // over its 100-byte override
+	var re *client.RelayError
+	if err := put(other, strings.Repeat("x", 200)); !errors.As(err, &re) || re.Code != client.RelayQuota { // over its 100-byte override
 		t.Fatalf("owner with a 100-byte quota: %v", err)
 	}
 	waitFor(t, out, `("msg":"evolu relay: quota refused a write")`)
@@ -171,19 +172,19 @@ func TestRelayCmdOperator(t *testing.T) {
 		t.Fatalf("relay owners while it runs: %q %v", listed, err)
 	}
 	for _, o := range owners {
-		if o.OwnerID == allowed.ID.String() && (o.Changes != 1 || o.StoredBytes < 50 || o.StoredBytes > 1000) || o.OwnerID == other.ID.String() && o.Changes != 0 {
+		if o.OwnerID == allowed.ID().String() && (o.Changes != 1 || o.StoredBytes < 50 || o.StoredBytes > 1000) || o.OwnerID == other.ID().String() && o.Changes != 0 {
 			t.Fatalf("relay owners: %q", listed)
 		}
 	}
-	if _, err := run(t, "relay", "delete-owner", "--db", db, allowed.ID.String()); err == nil || !strings.Contains(err.Error(), "stop it") {
+	if _, err := run(t, "relay", "delete-owner", "--db", db, allowed.ID().String()); err == nil || !strings.Contains(err.Error(), "stop it") {
 		t.Fatalf("delete-owner while the relay runs: %v", err)
 	}
 	stop()
 	stopped = true
-	if got, err := run(t, "relay", "delete-owner", "--db", db, allowed.ID.String()); err != nil || !strings.Contains(got, "deleted") {
+	if got, err := run(t, "relay", "delete-owner", "--db", db, allowed.ID().String()); err != nil || !strings.Contains(got, "deleted") {
 		t.Fatalf("delete-owner: %q %v", got, err)
 	}
-	if listed, _ := run(t, "relay", "owners", "--db", db); strings.Contains(listed, allowed.ID.String()) {
+	if listed, _ := run(t, "relay", "owners", "--db", db); strings.Contains(listed, allowed.ID().String()) {
 		t.Fatalf("owner still listed after delete-owner: %q", listed)
 	}
 }

@@ -73,7 +73,7 @@ func TestQuarantineAfterCrash(t *testing.T) {
 	snap, _ := a.kv.Snapshot("bad")
 	ledger := &quarantine.Memory{}
 
-	eng, s, _ := process(t, ledger)
+	_, s, _ := process(t, ledger)
 	if !deliver(s, wire(t, frame.Frame{Kind: frame.KindDelta, Doc: "bad", Blob: poison})) {
 		t.Fatal("the engine did not crash")
 	}

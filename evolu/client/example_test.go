@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
 
@@ -32,11 +31,11 @@ func ExampleSync() {
 	defer phone.Close()
 	defer laptop.Close()
 
-	phone.Put(ctx, owner, client.DbChange{Table: "todo", ID: protocol.ID{1}, IsInsert: true,
+	phone.Put(ctx, owner, client.DbChange{Table: "todo", ID: client.ID{1}, IsInsert: true,
 		Values: []client.Column{{Name: "title", Value: "Buy milk"}}})
 	up, _ := client.Sync(ctx, url, owner, phone, client.SyncOptions{})
 	down, _ := client.Sync(ctx, url, owner, laptop, client.SyncOptions{})
-	rows, _ := laptop.Rows(ctx, owner.ID, "todo")
+	rows, _ := laptop.Rows(ctx, owner.ID(), "todo")
 	fmt.Println(up.Sent, down.Received, rows[0].Columns[0].Value)
 
 	cancel()

@@ -11,8 +11,6 @@
 package client
 
 import (
-	"crypto/hmac"
-	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,12 +21,20 @@ import (
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
-// Owner holds the keys of an Evolu owner (Owner.ts Owner).
+// Owner holds the keys of an Evolu owner (Owner.ts Owner), derived from
+// its Secret by OwnerFromSecret. Its keys are reached through accessors
+// only, so an Owner is always one a secret made.
 type Owner struct {
-	ID            protocol.OwnerID
-	EncryptionKey [32]byte
-	WriteKey      protocol.WriteKey
+	id            OwnerID
+	encryptionKey [32]byte
+	writeKey      WriteKey
 }
+
+// ID is the owner's id, the part of the keys a relay sees in clear.
+func (o Owner) ID() OwnerID { return o.id }
+
+// WriteKey is the key a relay checks before it stores the owner's changes.
+func (o Owner) WriteKey() WriteKey { return o.writeKey }
 
 // Secret is a 32-byte OwnerSecret.
 type Secret [32]byte
@@ -63,31 +69,6 @@ func (s Secret) String() string { return hex.EncodeToString(s[:]) }
 // Evolu/OwnerIdBytes (first 16 bytes), Evolu/OwnerEncryptionKey, and
 // Evolu/OwnerWriteKey (first 16 bytes).
 func OwnerFromSecret(secret Secret) Owner {
-	var o Owner
-	id := slip21(secret[:], "Evolu", "OwnerIdBytes")
-	copy(o.ID[:], id[:16])
-	o.EncryptionKey = slip21(secret[:], "Evolu", "OwnerEncryptionKey")
-	wk := slip21(secret[:], "Evolu", "OwnerWriteKey")
-	copy(o.WriteKey[:], wk[:16])
-	return o
-}
-
-// slip21 derives the symmetric key at path from seed (SLIP-0021): the
-// master node is HMAC-SHA512("Symmetric key seed", seed); each child is
-// HMAC-SHA512(parent[0:32], 0x00 || label); the key is the node's last 32
-// bytes.
-func slip21(seed []byte, path ...string) [32]byte {
-	node := hmacSHA512([]byte("Symmetric key seed"), seed)
-	for _, label := range path {
-		node = hmacSHA512(node[:32], append([]byte{0}, label...))
-	}
-	var k [32]byte
-	copy(k[:], node[32:])
-	return k
-}
-
-func hmacSHA512(key, msg []byte) []byte {
-	m := hmac.New(sha512.New, key)
-	m.Write(msg)
-	return m.Sum(nil)
+	id, enc, wk := protocol.OwnerKeys(secret)
+	return Owner{id: id, encryptionKey: enc, writeKey: wk}
 }

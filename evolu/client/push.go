@@ -22,10 +22,10 @@ type crdtMessage struct {
 // supplies the nonces and that fingerprint. It returns the message and how
 // many changes it carries.
 func newPushRequest(random io.Reader, o Owner, msgs []crdtMessage, maxSize int) ([]byte, int, error) {
-	buf := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, WriteKey: &o.WriteKey, TotalMaxSize: maxSize})
+	buf := protocol.NewMessageBuffer(o.id, protocol.BufferOptions{Type: protocol.Request, WriteKey: &o.writeKey, TotalMaxSize: maxSize})
 	n := 0
 	for _, m := range msgs {
-		enc, err := changecodec.EncryptChange(random, m.Timestamp, m.Change, o.EncryptionKey)
+		enc, err := changecodec.EncryptChange(random, m.Timestamp, m.Change, o.encryptionKey)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -50,7 +50,7 @@ func Run(ctx context.Context, relayURL string, o Owner, st *Store, opts RunOptio
 		log = slog.New(slog.DiscardHandler)
 	}
 	st.AddOwner(o)
-	u, err := OwnerURL(relayURL, o.ID)
+	u, err := ownerURL(relayURL, o.id)
 	if err != nil {
 		return err
 	}
@@ -60,10 +60,10 @@ func Run(ctx context.Context, relayURL string, o Owner, st *Store, opts RunOptio
 		if ctx.Err() != nil {
 			return nil
 		}
-		if permanent(err) {
+		if err = relayError(err); permanent(err) {
 			return err
 		}
-		log.WarnContext(ctx, "evolu client: connection lost", "owner", o.ID.String(), "err", err, "retry", backoff)
+		log.WarnContext(ctx, "evolu client: connection lost", "owner", o.id.String(), "err", err, "retry", backoff)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -75,9 +75,8 @@ func Run(ctx context.Context, relayURL string, o Owner, st *Store, opts RunOptio
 
 // permanent reports errors a reconnect cannot fix.
 func permanent(err error) bool {
-	var re *protocol.ResponseError
-	var ve *protocol.VersionError
-	return errors.As(err, &re) || errors.As(err, &ve)
+	var re *RelayError
+	return errors.As(err, &re) && re.Code != RelayNoReply
 }
 
 func runOnce(ctx context.Context, u string, o Owner, st *Store, opts RunOptions) error {
@@ -124,9 +123,9 @@ func runOnce(ctx context.Context, u string, o Owner, st *Store, opts RunOptions)
 		case err := <-readErr:
 			return fmt.Errorf("evolu client: receive: %w", err)
 		case <-noReply:
-			return &NoReplyError{After: timeout}
+			return &RelayError{Code: RelayNoReply, Owner: s.o.id, After: timeout}
 		case <-poll.C:
-			changed, err := st.externalChange(ctx, o.ID)
+			changed, err := st.storage().ExternalChange(ctx, o.id)
 			if err != nil {
 				return err
 			}
@@ -171,12 +170,12 @@ type session struct {
 }
 
 func (s *session) start() error {
-	req, err := protocol.NewSyncRequest(s.ctx, s.st, s.o.ID, protocol.SubscriptionSubscribe)
+	req, err := protocol.NewSyncRequest(s.ctx, s.st.storage(), s.o.id, protocol.SubscriptionSubscribe)
 	if err != nil {
 		return err
 	}
 	s.active, s.again = true, false
-	s.rep = SyncReport{OwnerID: s.o.ID, Owner: s.o.ID.String()}
+	s.rep = SyncReport{Owner: s.o.id}
 	return s.send(req)
 }
 
@@ -192,10 +191,10 @@ func (s *session) send(b []byte) error {
 
 func (s *session) handle(msg []byte) error {
 	if h, err := protocol.ParseHeader(msg); err == nil && h.Version == protocol.Version && h.Type == protocol.Broadcast {
-		if h.OwnerID != s.o.ID {
+		if h.OwnerID != s.o.id {
 			return nil
 		}
-		res, err := protocol.ApplyAsClient(s.ctx, s.st, msg, protocol.ClientOptions{WriteKey: &s.o.WriteKey})
+		res, err := protocol.ApplyAsClient(s.ctx, s.st.storage(), msg, protocol.ClientOptions{WriteKey: &s.o.writeKey})
 		if err != nil {
 			return err
 		}
@@ -205,7 +204,7 @@ func (s *session) handle(msg []byte) error {
 		return nil
 	}
 	s.rep.BytesReceived += int64(len(msg))
-	res, err := protocol.ApplyAsClient(s.ctx, s.st, msg, protocol.ClientOptions{WriteKey: &s.o.WriteKey, RangesMaxSize: s.opts.RangesMaxSize})
+	res, err := protocol.ApplyAsClient(s.ctx, s.st.storage(), msg, protocol.ClientOptions{WriteKey: &s.o.writeKey, RangesMaxSize: s.opts.RangesMaxSize})
 	if err != nil {
 		return err
 	}

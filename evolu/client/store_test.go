@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
+	"github.com/ferry-sync/ferry/evolu/internal/clientstore"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
 
@@ -29,24 +30,24 @@ func TestStoreLastWriterWins(t *testing.T) {
 	id := protocol.ID{9}
 	enc := func(ms uint64, v Value) protocol.EncryptedMessage {
 		ts := protocol.Timestamp{Millis: ms}
-		c, err := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", ID: id, Values: []Column{{Name: "v", Value: v}}}, o.EncryptionKey)
+		c, err := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", ID: id, Values: []Column{{Name: "v", Value: v}}}, o.encryptionKey)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return protocol.EncryptedMessage{Timestamp: ts, Change: c}
 	}
 	// Newer first, older later: the newer value stays.
-	if err := st.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{enc(20, "new")}); err != nil {
+	if err := st.storage().WriteMessages(ctx, o.id, []protocol.EncryptedMessage{enc(20, "new")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{enc(10, "old"), enc(20, "dup")}); err != nil {
+	if err := st.storage().WriteMessages(ctx, o.id, []protocol.EncryptedMessage{enc(10, "old"), enc(20, "dup")}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.Rows(ctx, o.ID, "t")
+	rows, err := st.Rows(ctx, o.id, "t")
 	if err != nil || len(rows) != 1 || rows[0].Columns[0].Value != "new" {
 		t.Fatalf("rows %+v %v", rows, err)
 	}
-	if n, _ := st.Size(ctx, o.ID); n != 2 {
+	if n, _ := st.storage().Size(ctx, o.id); n != 2 {
 		t.Fatalf("size %d", n)
 	}
 }
@@ -58,18 +59,18 @@ func TestStoreUnreadableIsStoredNotApplied(t *testing.T) {
 	st.AddOwner(o)
 	other := OwnerFromSecret(Secret{3})
 	ts := protocol.Timestamp{Millis: 5}
-	c, _ := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", Values: []Column{{Name: "v", Value: 1.0}}}, other.EncryptionKey)
+	c, _ := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), ts, DbChange{Table: "t", Values: []Column{{Name: "v", Value: 1.0}}}, other.encryptionKey)
 	msgs := []protocol.EncryptedMessage{{Timestamp: ts, Change: c}, {Timestamp: protocol.Timestamp{Millis: 6}, Change: []byte{1, 2}}}
-	if err := st.WriteMessages(ctx, o.ID, msgs); err != nil {
+	if err := st.storage().WriteMessages(ctx, o.id, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := st.Size(ctx, o.ID); n != 2 {
+	if n, _ := st.storage().Size(ctx, o.id); n != 2 {
 		t.Fatalf("size %d", n)
 	}
-	if n, _ := st.Unreadable(ctx, o.ID); n != 2 {
+	if n, _ := st.Unreadable(ctx, o.id); n != 2 {
 		t.Fatalf("unreadable %d", n)
 	}
-	if rows, _ := st.Rows(ctx, o.ID, ""); len(rows) != 0 {
+	if rows, _ := st.Rows(ctx, o.id, ""); len(rows) != 0 {
 		t.Fatalf("rows %+v", rows)
 	}
 }
@@ -77,7 +78,7 @@ func TestStoreUnreadableIsStoredNotApplied(t *testing.T) {
 func TestStorePutClock(t *testing.T) {
 	ctx := context.Background()
 	st := openTestStore(t)
-	st.now = func() time.Time { return time.UnixMilli(1000) }
+	st.storage().SetNow(func() time.Time { return time.UnixMilli(1000) })
 	o := OwnerFromSecret(Secret{4})
 	var prev protocol.TimestampBytes
 	for i := range 3 {
@@ -92,15 +93,15 @@ func TestStorePutClock(t *testing.T) {
 	}
 	// A received later timestamp moves the clock forward.
 	later := protocol.Timestamp{Millis: 5000}
-	c, _ := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), later, DbChange{Table: "t", ID: protocol.ID{2}}, o.EncryptionKey)
-	if err := st.WriteMessages(ctx, o.ID, []protocol.EncryptedMessage{{Timestamp: later, Change: c}}); err != nil {
+	c, _ := changecodec.EncryptChange(bytes.NewReader(make([]byte, 24)), later, DbChange{Table: "t", ID: protocol.ID{2}}, o.encryptionKey)
+	if err := st.storage().WriteMessages(ctx, o.id, []protocol.EncryptedMessage{{Timestamp: later, Change: c}}); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := st.Put(ctx, o, DbChange{Table: "t", ID: protocol.ID{1}, Values: []Column{{Name: "n", Value: 9.0}}})
 	if err != nil || ts.Millis != 5000 || ts.Counter != 1 {
 		t.Fatalf("after receive: %v %v", ts, err)
 	}
-	rows, _ := st.Rows(ctx, o.ID, "t")
+	rows, _ := st.Rows(ctx, o.id, "t")
 	if len(rows) != 1 || rows[0].Columns[0].Value != 9.0 {
 		t.Fatalf("rows %+v", rows)
 	}
@@ -118,11 +119,11 @@ func TestSystemColumnsRejected(t *testing.T) {
 func TestPutRejectsHugeChange(t *testing.T) {
 	st := openTestStore(t)
 	o := OwnerFromSecret(Secret{5})
-	big := make([]byte, MaxMutationSize)
+	big := make([]byte, clientstore.MaxMutationSize)
 	if _, err := st.Put(context.Background(), o, DbChange{Table: "t", Values: []Column{{Name: "b", Value: big}}}); err == nil {
 		t.Fatal("huge change accepted")
 	}
-	if n, _ := st.Size(context.Background(), o.ID); n != 0 {
+	if n, _ := st.storage().Size(context.Background(), o.id); n != 0 {
 		t.Fatal("huge change stored")
 	}
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,20 +14,20 @@ import (
 
 // SyncReport tells what one sync exchanged.
 type SyncReport struct {
-	OwnerID protocol.OwnerID `json:"-"`
-	Owner   string           `json:"ownerId"`
+	// Owner is the owner synced.
+	Owner OwnerID
 	// Rounds is the number of request/response round trips.
-	Rounds int `json:"rounds"`
+	Rounds int
 	// Sent and Received count messages (changes) uploaded and downloaded.
-	Sent     int `json:"sent"`
-	Received int `json:"received"`
+	Sent     int
+	Received int
 	// BytesSent and BytesReceived count protocol message bytes.
 	BytesSent     int64 `json:"bytesSent"`
 	BytesReceived int64 `json:"bytesReceived"`
 	// Outcome is the last applyProtocolMessageAsClient outcome.
-	Outcome string `json:"outcome"`
+	Outcome string
 	// TooLarge counts stored changes skipped as ProtocolChangeTooLargeError.
-	TooLarge int `json:"tooLarge"`
+	TooLarge int
 }
 
 // SyncOptions configure Sync.
@@ -59,22 +58,8 @@ func (o SyncOptions) replyTimeout() time.Duration {
 	return o.ReplyTimeout
 }
 
-// ErrNoReply is matched by a *NoReplyError.
-var ErrNoReply = errors.New("evolu client: no reply from the relay")
-
-// NoReplyError is returned when the relay answered nothing within the
-// reply timeout.
-type NoReplyError struct{ After time.Duration }
-
-func (e *NoReplyError) Error() string {
-	return fmt.Sprintf("evolu client: the relay sent no reply within %s (is it an Evolu protocol v1 relay? a relay does not answer a request it cannot decode)", e.After)
-}
-
-// Is makes errors.Is(err, ErrNoReply) hold.
-func (e *NoReplyError) Is(target error) bool { return target == ErrNoReply }
-
-// OwnerURL adds ?ownerId=… to a relay URL, as the TS transport does.
-func OwnerURL(relay string, owner protocol.OwnerID) (string, error) {
+// ownerURL adds ?ownerId=… to a relay URL, as the TS transport does.
+func ownerURL(relay string, owner protocol.OwnerID) (string, error) {
 	u, err := url.Parse(relay)
 	if err != nil {
 		return "", fmt.Errorf("evolu client: relay URL: %w", err)
@@ -91,9 +76,9 @@ func OwnerURL(relay string, owner protocol.OwnerID) (string, error) {
 // converges. A relay error code, a version mismatch, or a failed write or
 // sync is returned as an error with the report so far.
 func Sync(ctx context.Context, relayURL string, o Owner, st *Store, opts SyncOptions) (SyncReport, error) {
-	rep := SyncReport{OwnerID: o.ID, Owner: o.ID.String()}
+	rep := SyncReport{Owner: o.id}
 	st.AddOwner(o)
-	u, err := OwnerURL(relayURL, o.ID)
+	u, err := ownerURL(relayURL, o.id)
 	if err != nil {
 		return rep, err
 	}
@@ -107,7 +92,7 @@ func Sync(ctx context.Context, relayURL string, o Owner, st *Store, opts SyncOpt
 	if err == nil {
 		ws.Close(websocket.StatusNormalClosure, "")
 	}
-	return rep, err
+	return rep, relayError(err)
 }
 
 func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts SyncOptions, rep *SyncReport) error {
@@ -115,7 +100,7 @@ func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts 
 	if maxRounds == 0 {
 		maxRounds = 10_000
 	}
-	req, err := protocol.NewSyncRequest(ctx, st, o.ID, protocol.SubscriptionNone)
+	req, err := protocol.NewSyncRequest(ctx, st.storage(), o.id, protocol.SubscriptionNone)
 	if err != nil {
 		return fmt.Errorf("evolu client: %w", err)
 	}
@@ -129,7 +114,7 @@ func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts 
 		if err != nil {
 			return err
 		}
-		res, err := protocol.ApplyAsClient(ctx, st, reply, protocol.ClientOptions{WriteKey: &o.WriteKey, RangesMaxSize: opts.RangesMaxSize})
+		res, err := protocol.ApplyAsClient(ctx, st.storage(), reply, protocol.ClientOptions{WriteKey: &o.writeKey, RangesMaxSize: opts.RangesMaxSize})
 		if err != nil {
 			return err
 		}
@@ -152,12 +137,12 @@ func syncConn(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, opts 
 // readResponse reads frames until a Response for the owner arrives; a
 // Broadcast for the owner is applied on the way.
 func readResponse(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, rep *SyncReport, timeout time.Duration) ([]byte, error) {
-	rctx, cancel := context.WithTimeoutCause(ctx, timeout, &NoReplyError{After: timeout})
+	rctx, cancel := context.WithTimeoutCause(ctx, timeout, &RelayError{Code: RelayNoReply, Owner: o.id, After: timeout})
 	defer cancel()
 	for {
 		typ, msg, err := ws.Read(rctx)
 		if err != nil {
-			if cause := context.Cause(rctx); ctx.Err() == nil && errors.Is(cause, ErrNoReply) {
+			if cause := context.Cause(rctx); ctx.Err() == nil && cause != context.DeadlineExceeded && cause != nil {
 				return nil, cause
 			}
 			return nil, fmt.Errorf("evolu client: receive: %w", err)
@@ -171,8 +156,8 @@ func readResponse(ctx context.Context, ws *websocket.Conn, o Owner, st *Store, r
 			return msg, nil // ApplyAsClient reports it
 		}
 		if h.Version == protocol.Version && h.Type == protocol.Broadcast {
-			if h.OwnerID == o.ID {
-				res, err := protocol.ApplyAsClient(ctx, st, msg, protocol.ClientOptions{WriteKey: &o.WriteKey})
+			if h.OwnerID == o.id {
+				res, err := protocol.ApplyAsClient(ctx, st.storage(), msg, protocol.ClientOptions{WriteKey: &o.writeKey})
 				if err == nil {
 					rep.Received += len(res.Received)
 				}

@@ -1,8 +1,6 @@
 package client
 
 import (
-	"errors"
-
 	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 )
@@ -33,19 +31,3 @@ func ParseOwnerID(s string) (OwnerID, error) { return protocol.ParseOwnerID(s) }
 
 // ParseID parses the 22-character form of a row id.
 func ParseID(s string) (ID, error) { return protocol.ParseID(s) }
-
-// IsQuotaError reports whether err is the relay's ProtocolQuotaError: the
-// owner's changes would exceed the relay's quota.
-func IsQuotaError(err error) bool { return relayCode(err) == protocol.QuotaError }
-
-// IsWriteKeyError reports whether err is the relay's ProtocolWriteKeyError:
-// another device registered a different write key for the owner.
-func IsWriteKeyError(err error) bool { return relayCode(err) == protocol.WriteKeyError }
-
-func relayCode(err error) protocol.ErrorCode {
-	var re *protocol.ResponseError
-	if errors.As(err, &re) {
-		return re.Code
-	}
-	return protocol.NoError
-}

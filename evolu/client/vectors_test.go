@@ -37,9 +37,9 @@ func TestVectorsOwners(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := OwnerFromSecret(sec)
-		if o.ID.String() != c.ID || hex.EncodeToString(o.ID[:]) != c.IDBytes ||
-			hex.EncodeToString(o.EncryptionKey[:]) != c.EncryptionKey || hex.EncodeToString(o.WriteKey[:]) != c.WriteKey {
-			t.Errorf("owner of %s = %s %x %x", c.Secret, o.ID, o.EncryptionKey, o.WriteKey)
+		if o.id.String() != c.ID || hex.EncodeToString(o.id[:]) != c.IDBytes ||
+			hex.EncodeToString(o.encryptionKey[:]) != c.EncryptionKey || hex.EncodeToString(o.writeKey[:]) != c.WriteKey {
+			t.Errorf("owner of %s = %s %x %x", c.Secret, o.id, o.encryptionKey, o.writeKey)
 		}
 	}
 	for _, c := range v.SLIP21 {
@@ -47,7 +47,7 @@ func TestVectorsOwners(t *testing.T) {
 		for _, p := range c.Path {
 			path = append(path, fmt.Sprint(p))
 		}
-		k := slip21(vectors.Unhex(t, c.Seed), path...)
+		k := protocol.SLIP21(vectors.Unhex(t, c.Seed), path...)
 		if hex.EncodeToString(k[:]) != c.Key {
 			t.Errorf("slip21 %v = %x, want %s", path, k, c.Key)
 		}
@@ -81,8 +81,8 @@ func TestVectorsPushContinuation(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := OwnerFromSecret(sec)
-	if o.ID.String() != v.OwnerID {
-		t.Fatalf("owner %s, vectors %s", o.ID, v.OwnerID)
+	if o.id.String() != v.OwnerID {
+		t.Fatalf("owner %s, vectors %s", o.id, v.OwnerID)
 	}
 	random := v.Continuation.RandomBytes
 	id, _ := protocol.ParseID("AAAAAAAAAAAAAAAAAAAAAA")
@@ -121,14 +121,14 @@ func TestVectorsPushContinuation(t *testing.T) {
 	t.Run("protocol", func(t *testing.T) {
 		var enc []protocol.EncryptedMessage
 		for i, m := range msgs {
-			c, err := changecodec.EncryptChange(bytes.NewReader(vectors.Unhex(t, random[i])), m.Timestamp, m.Change, o.EncryptionKey)
+			c, err := changecodec.EncryptChange(bytes.NewReader(vectors.Unhex(t, random[i])), m.Timestamp, m.Change, o.encryptionKey)
 			if err != nil {
 				t.Fatal(err)
 			}
 			enc = append(enc, protocol.EncryptedMessage{Timestamp: m.Timestamp, Change: c})
 		}
 		fp := vectors.Unhex(t, random[len(random)-1])
-		got, added, err := protocol.NewPushRequest(o.ID, o.WriteKey, enc, 0, bytes.NewReader(fp))
+		got, added, err := protocol.NewPushRequest(o.id, o.writeKey, enc, 0, bytes.NewReader(fp))
 		if err != nil {
 			t.Fatal(err)
 		}

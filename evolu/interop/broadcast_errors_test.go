@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/ferry-sync/ferry/evolu/client"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
@@ -90,47 +88,37 @@ func TestBroadcastTSRelayToFerryClient(t *testing.T) {
 	ctx := withTimeout(t, 2*time.Minute)
 	st := openFerryClient(t, owner)
 
-	conn, _, err := websocket.Dial(ctx, tsRelay.URL+"?ownerId="+owner.ID.String(), &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
-	if err != nil {
-		t.Fatal(err)
+	// The client's own subscribing loop: once its first sync converges the
+	// TS client pushes 3 changes, which must arrive as a broadcast.
+	synced, broadcast := make(chan struct{}, 1), make(chan int, 4)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- client.Run(runCtx, tsRelay.URL, owner, st, client.RunOptions{
+			OnSync: func(client.SyncReport) {
+				select {
+				case synced <- struct{}{}:
+				default:
+				}
+			},
+			OnBroadcast: func(n int) { broadcast <- n },
+		})
+	}()
+	defer func() { stop(); <-done }()
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		t.Fatal("first sync did not converge")
 	}
-	defer conn.CloseNow()
-	conn.SetReadLimit(protocol.MaxMaxSize)
-	req, err := protocol.NewSyncRequest(ctx, st, owner.ID, protocol.SubscriptionSubscribe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.Write(ctx, websocket.MessageBinary, req); err != nil {
-		t.Fatal(err)
-	}
-	// Until the subscription's sync converges, then until a broadcast.
-	pushed := false
-	for {
-		_, data, err := conn.Read(ctx)
-		if err != nil {
-			t.Fatalf("read: %v", err)
+	runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "ts.db"), Secret: testSecret,
+		Gen: &tsGen{To: 3}, Relay: tsRelay.URL})
+	select {
+	case n := <-broadcast:
+		if n != 3 {
+			t.Fatalf("broadcast carried %d messages, want 3", n)
 		}
-		res, err := protocol.ApplyAsClient(ctx, st, data, protocol.ClientOptions{WriteKey: &owner.WriteKey})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Outcome == protocol.ContinueResponse {
-			if err := conn.Write(ctx, websocket.MessageBinary, res.Message); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if res.Outcome == protocol.Broadcasted {
-			if len(res.Received) != 3 {
-				t.Fatalf("broadcast carried %d messages, want 3", len(res.Received))
-			}
-			break
-		}
-		if !pushed {
-			pushed = true
-			runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "ts.db"), Secret: testSecret,
-				Gen: &tsGen{To: 3}, Relay: tsRelay.URL})
-		}
+	case <-ctx.Done():
+		t.Fatal("no broadcast")
 	}
 	checkFerryItems(ctx, t, st, owner, seq(0, 3), 0)
 }
@@ -141,9 +129,9 @@ func TestBroadcastTSRelayToFerryClient(t *testing.T) {
 func TestProtocolErrorsAcrossImplementations(t *testing.T) {
 	e := needReal(t)
 	owner := ferryOwner(t, testSecret)
-	wrong := owner
-	wrong.WriteKey[0] ^= 0xff
-	wrongHex := hex.EncodeToString(wrong.WriteKey[:])
+	wrong := owner.WriteKey()
+	wrong[0] ^= 0xff
+	wrongHex := hex.EncodeToString(wrong[:])
 
 	t.Run("TS client, Ferry relay", func(t *testing.T) {
 		ctx := withTimeout(t, time.Minute)
@@ -155,7 +143,7 @@ func TestProtocolErrorsAcrossImplementations(t *testing.T) {
 		if res.Error == nil || *res.Error != "ProtocolWriteKeyError" {
 			t.Fatalf("TS client with a wrong key: %+v", res)
 		}
-		if n, _ := relayStorage(t, srv).Size(ctx, owner.ID); n != 5 {
+		if n, _ := relayStorage(t, srv).Size(ctx, owner.ID()); n != 5 {
 			t.Fatalf("Ferry relay stored %d, want the first 5 only", n)
 		}
 	})
@@ -165,7 +153,9 @@ func TestProtocolErrorsAcrossImplementations(t *testing.T) {
 		runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "a.db"), Secret: testSecret, Gen: &tsGen{To: 5}, Relay: tsRelay.URL})
 		st := openFerryClient(t, owner)
 		writeFerryItems(ctx, t, st, owner, seq(5, 10), 0)
-		_, err := client.Sync(ctx, tsRelay.URL, wrong, st, client.SyncOptions{})
+		// client.Owner only comes from a secret, so the wrong key goes
+		// through the protocol driver, over the same client storage.
+		_, err := protocolSync(ctx, tsRelay.URL, owner.ID(), wrong, ferryStorage(t, st, owner))
 		var re *protocol.ResponseError
 		if !errors.As(err, &re) || re.Code != protocol.WriteKeyError {
 			t.Fatalf("Ferry client with a wrong key: %v", err)
@@ -183,7 +173,7 @@ func TestProtocolErrorsAcrossImplementations(t *testing.T) {
 		if res.Error == nil || *res.Error != "ProtocolQuotaError" {
 			t.Fatalf("TS client over the Ferry relay's quota: %+v", res)
 		}
-		if n, _ := relayStorage(t, srv).Size(ctx, owner.ID); n != 0 {
+		if n, _ := relayStorage(t, srv).Size(ctx, owner.ID()); n != 0 {
 			t.Fatalf("Ferry relay stored %d of a batch over quota", n)
 		}
 	})

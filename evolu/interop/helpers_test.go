@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferry-sync/ferry/evolu/client"
 	"github.com/ferry-sync/ferry/evolu/internal/changecodec"
+	"github.com/ferry-sync/ferry/evolu/internal/clientstore"
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/internal/sqlstore"
 	"github.com/ferry-sync/ferry/evolu/relay"
@@ -70,18 +71,58 @@ func ferryOwner(t testing.TB, secretHex string) client.Owner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client.OwnerFromSecret(s)
+	o := client.OwnerFromSecret(s)
+	_, key, _ := protocol.OwnerKeys(s)
+	ownerKeys.Store(o.ID(), key)
+	return o
+}
+
+// ownerKeys maps the owners of ferryOwner to their encryption keys, which
+// client.Owner keeps to itself.
+var ownerKeys sync.Map
+
+// ferryClients maps the stores of openFerryClient to their database files.
+var ferryClients sync.Map
+
+// ferryStorage opens st's database a second time as the client's own
+// storage layer (the protocol's view, which client.Store keeps
+// unexported); a client store sees writes of other handles.
+func ferryStorage(t testing.TB, st *client.Store, owner client.Owner) *clientstore.Store {
+	t.Helper()
+	path, ok := ferryClients.Load(st)
+	if !ok {
+		t.Fatal("client store not made by openFerryClient")
+	}
+	raw, err := clientstore.Open(context.Background(), path.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	raw.AddOwner(owner.ID(), ownerKey(t, owner))
+	return raw
+}
+
+// ownerKey is the encryption key of an owner made by ferryOwner.
+func ownerKey(t testing.TB, owner client.Owner) [32]byte {
+	t.Helper()
+	k, ok := ownerKeys.Load(owner.ID())
+	if !ok {
+		t.Fatal("owner not made by ferryOwner")
+	}
+	return k.([32]byte)
 }
 
 // openFerryClient opens a fresh Ferry client store that can read owner's
 // changes.
 func openFerryClient(t testing.TB, owner client.Owner) *client.Store {
 	t.Helper()
-	st, err := client.OpenStore(context.Background(), filepath.Join(t.TempDir(), "client.db"))
+	path := filepath.Join(t.TempDir(), "client.db")
+	st, err := client.OpenStore(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	ferryClients.Store(st, path)
 	st.AddOwner(owner)
 	return st
 }
@@ -115,13 +156,13 @@ func writeFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner 
 	msgs := make([]protocol.EncryptedMessage, 0, len(idx))
 	for _, i := range idx {
 		ts := itemTimestamp(i)
-		enc, err := changecodec.EncryptChange(rand.Reader, ts, itemChange(i, pad), owner.EncryptionKey)
+		enc, err := changecodec.EncryptChange(rand.Reader, ts, itemChange(i, pad), ownerKey(t, owner))
 		if err != nil {
 			t.Fatal(err)
 		}
 		msgs = append(msgs, protocol.EncryptedMessage{Timestamp: ts, Change: enc})
 	}
-	if err := writeAll(ctx, st, owner.ID, msgs); err != nil {
+	if err := writeAll(ctx, ferryStorage(t, st, owner), owner.ID(), msgs); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -130,7 +171,7 @@ func writeFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner 
 // nothing unreadable.
 func checkFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner client.Owner, idx []int, pad int) {
 	t.Helper()
-	rows, err := st.Rows(ctx, owner.ID, "item")
+	rows, err := st.Rows(ctx, owner.ID(), "item")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +192,7 @@ func checkFerryItems(ctx context.Context, t testing.TB, st *client.Store, owner 
 			t.Fatalf("item %d reads %v", i, cols)
 		}
 	}
-	if n, err := st.Unreadable(ctx, owner.ID); err != nil || n != 0 {
+	if n, err := st.Unreadable(ctx, owner.ID()); err != nil || n != 0 {
 		t.Fatalf("Ferry client has %d unreadable changes (%v)", n, err)
 	}
 }

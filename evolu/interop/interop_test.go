@@ -28,7 +28,7 @@ func TestTSClientPushPullThroughFerryRelay(t *testing.T) {
 	if push.Outcome != "Converged" || push.Count != 400 || push.BytesSent == 0 {
 		t.Fatalf("TS push through Ferry relay: %+v", push)
 	}
-	if n, _ := relayStorage(t, srv).Size(ctx, owner.ID); n != 400 {
+	if n, _ := relayStorage(t, srv).Size(ctx, owner.ID()); n != 400 {
 		t.Fatalf("Ferry relay stored %d, want 400", n)
 	}
 	// B pulls them and reads every change.
@@ -130,7 +130,7 @@ func TestManyRoundsTSClientFerryRelay(t *testing.T) {
 		t.Fatalf("TS client: %d messages in %d rounds, want %d in several", ts.Count, ts.Rounds, manyItems)
 	}
 	checkTSItems(t, ts.Rows, seq(0, manyItems), manyPad)
-	n, fp, err := storeDigest(ctx, relayStorage(t, srv), owner.ID)
+	n, fp, err := storeDigest(ctx, relayStorage(t, srv), owner.ID())
 	if err != nil || n != manyItems || hex.EncodeToString(fp[:]) != ts.Fingerprint {
 		t.Fatalf("Ferry relay: %d %x (%v), TS client %d %s", n, fp, err, ts.Count, ts.Fingerprint)
 	}
@@ -169,7 +169,7 @@ func TestManyRoundsFerryClientTSRelay(t *testing.T) {
 	}
 	checkFerryItems(ctx, t, st, owner, seq(0, manyItems), manyPad)
 	// A fresh TS client pulls everything from the TS relay and reads it.
-	n, fp, _ := storeDigest(ctx, st, owner.ID)
+	n, fp, _ := storeDigest(ctx, ferryStorage(t, st, owner), owner.ID())
 	ts := runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "ts.db"), Secret: testSecret, Relay: relay.URL, Dump: true})
 	if ts.Count != n || ts.Fingerprint != hex.EncodeToString(fp[:]) {
 		t.Fatalf("TS pull: %d %s, Ferry client %d %x", ts.Count, ts.Fingerprint, n, fp)
@@ -228,7 +228,7 @@ func TestEncryptedChangesCrossRead(t *testing.T) {
 			if _, err := client.Sync(ctx, r.url, owner, st, client.SyncOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			rows, err := st.Rows(ctx, owner.ID, "kinds")
+			rows, err := st.Rows(ctx, owner.ID(), "kinds")
 			if err != nil || len(rows) != 1 || rows[0].ID.String() != tsID {
 				t.Fatalf("Ferry reads %+v (%v)", rows, err)
 			}

@@ -51,7 +51,7 @@ func TestReconcileScatteredDifferences(t *testing.T) {
 		}
 		ts := runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "ts.db"), Secret: testSecret,
 			Gen: &tsGen{Indices: clientSide}, Relay: url})
-		count, fp, err := storeDigest(ctx, relayStorage(t, srv), owner.ID)
+		count, fp, err := storeDigest(ctx, relayStorage(t, srv), owner.ID())
 		if err != nil || ts.Count != n || count != n || ts.Fingerprint != hex.EncodeToString(fp[:]) {
 			t.Fatalf("TS client %d %s, Ferry relay %d %x (%v)", ts.Count, ts.Fingerprint, count, fp, err)
 		}
@@ -76,7 +76,7 @@ func TestReconcileScatteredDifferences(t *testing.T) {
 		}
 		checkFerryItems(ctx, t, st, owner, seq(0, n), 0)
 		check := runTSClient(t, e, tsClientConfig{DB: filepath.Join(t.TempDir(), "check.db"), Secret: testSecret, Relay: tsRelay.URL})
-		count, fp, _ := storeDigest(ctx, st, owner.ID)
+		count, fp, _ := storeDigest(ctx, ferryStorage(t, st, owner), owner.ID())
 		if check.Count != n || count != n || check.Fingerprint != hex.EncodeToString(fp[:]) {
 			t.Fatalf("TS relay %d %s, Ferry client %d %x", check.Count, check.Fingerprint, count, fp)
 		}

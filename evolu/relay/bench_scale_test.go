@@ -84,9 +84,8 @@ func BenchmarkScalePush20kPull(b *testing.B) {
 				d := s.make(b)
 				d.start(b)
 				o := testOwner(9)
-				a, fresh := openStore(b, "a.db"), openStore(b, "b.db")
-				writeAll(b, a, o.ID, opaqueMessages(b, 20_000, 1))
 				ctx := context.Background()
+				a, fresh := preloadedStore(b, filepath.Join(b.TempDir(), "a.db"), o.ID(), opaqueMessages(b, 20_000, 1)), openStore(b, "b.db")
 				b.StartTimer()
 				rep, err := client.Sync(ctx, d.url(0), o, a, client.SyncOptions{})
 				if err != nil || rep.Sent != 20_000 {
@@ -111,10 +110,9 @@ func BenchmarkScaleReconcile100k(b *testing.B) {
 				b.StopTimer()
 				d := s.make(b)
 				o := testOwner(10)
-				a := openStore(b, "a.db")
 				all := opaqueMessages(b, 100_010, 1)
-				writeAll(b, a, o.ID, append(append([]protocol.EncryptedMessage{}, all[:50_000]...), all[50_010:]...))
-				d.preload(b, o.ID, append(append([]protocol.EncryptedMessage{}, all[:99_990]...), all[100_000:]...))
+				a := preloadedStore(b, filepath.Join(b.TempDir(), "a.db"), o.ID(), append(append([]protocol.EncryptedMessage{}, all[:50_000]...), all[50_010:]...))
+				d.preload(b, o.ID(), append(append([]protocol.EncryptedMessage{}, all[:99_990]...), all[100_000:]...))
 				d.start(b)
 				b.StartTimer()
 				rep, err := client.Sync(context.Background(), d.url(2), o, a, client.SyncOptions{})
@@ -176,3 +174,27 @@ var errSent = errorString("did not upload all its changes")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// preloadedStore is a client store at path already holding msgs, written straight
+// into its database (the client's storage adapter is unexported).
+func preloadedStore(b testing.TB, path string, o protocol.OwnerID, msgs []protocol.EncryptedMessage) *client.Store {
+	writeAll(b, rawClientStorage(b, path), o, msgs)
+	st, err := client.OpenExistingStore(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// rawClientStorage opens the message side of a client store's database at
+// path, the way the client's unexported storage adapter reads it; closed
+// when the test ends.
+func rawClientStorage(b testing.TB, path string) *sqlstore.Store {
+	raw, err := sqlstore.Open(context.Background(), path, sqlstore.Config{Kind: sqlstore.KindClient}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { raw.Close() })
+	return raw
+}

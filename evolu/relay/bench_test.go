@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 type clientFleet struct {
 	owners    []client.Owner
 	stores    []*client.Store
+	paths     []string // of the stores, for rawClientStorage
 	m         int
 	latencies []time.Duration // of the last syncAll, per client
 }
@@ -33,7 +35,6 @@ func (f *clientFleet) percentile(p float64) time.Duration {
 
 func newFleet(t testing.TB, n, m int) *clientFleet {
 	t.Helper()
-	ctx := context.Background()
 	f := &clientFleet{m: m}
 	for i := range n {
 		var sec client.Secret
@@ -41,8 +42,7 @@ func newFleet(t testing.TB, n, m int) *clientFleet {
 			t.Fatal(err)
 		}
 		o := client.OwnerFromSecret(sec)
-		st := openStore(t, fmt.Sprintf("c%d.db", i))
-		st.AddOwner(o)
+		_, key, _ := protocol.OwnerKeys(sec)
 		msgs := make([]protocol.EncryptedMessage, m)
 		for j := range msgs {
 			var id protocol.ID
@@ -50,15 +50,15 @@ func newFleet(t testing.TB, n, m int) *clientFleet {
 			ts := protocol.Timestamp{Millis: uint64(1_700_000_000_000 + j), NodeID: protocol.NodeID{byte(i), 1}}
 			c := client.DbChange{Table: "item", ID: id, IsInsert: true, Values: []client.Column{
 				{Name: "title", Value: fmt.Sprintf("item %d of client %d", j, i)}, {Name: "n", Value: float64(j)}}}
-			enc, err := changecodec.EncryptChange(rand.Reader, ts, c, o.EncryptionKey)
+			enc, err := changecodec.EncryptChange(rand.Reader, ts, c, key)
 			if err != nil {
 				t.Fatal(err)
 			}
 			msgs[j] = protocol.EncryptedMessage{Timestamp: ts, Change: enc}
 		}
-		if err := st.WriteMessages(ctx, o.ID, msgs); err != nil {
-			t.Fatal(err)
-		}
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("c%d.db", i))
+		st := preloadedStore(t, path, o.ID(), msgs)
+		f.paths = append(f.paths, path)
 		f.owners = append(f.owners, o)
 		f.stores = append(f.stores, st)
 	}
@@ -106,13 +106,14 @@ func (f *clientFleet) checkRelay(t testing.TB, srv *relay.Server) {
 	t.Helper()
 	ctx := context.Background()
 	for i, o := range f.owners {
-		n, err := relay.StorageOf(srv).Size(ctx, o.ID)
+		n, err := relay.StorageOf(srv).Size(ctx, o.ID())
 		if err != nil || n != f.m {
 			t.Fatalf("owner %d: relay has %d of %d (%v)", i, n, f.m, err)
 		}
-		cn, _ := f.stores[i].Size(ctx, o.ID)
-		a, _ := relay.StorageOf(srv).Fingerprint(ctx, o.ID, 0, n)
-		b, _ := f.stores[i].Fingerprint(ctx, o.ID, 0, cn)
+		cs := rawClientStorage(t, f.paths[i])
+		cn, _ := cs.Size(ctx, o.ID())
+		a, _ := relay.StorageOf(srv).Fingerprint(ctx, o.ID(), 0, n)
+		b, _ := cs.Fingerprint(ctx, o.ID(), 0, cn)
 		if a != b || cn != n {
 			t.Fatalf("owner %d: relay and client differ", i)
 		}
@@ -144,7 +145,7 @@ func TestRelay200Clients(t *testing.T) {
 				err = fmt.Errorf("received %d of %d", rep.Received, m)
 			}
 			if err == nil {
-				rows, _ := st.Rows(ctx, o.ID, "item")
+				rows, _ := st.Rows(ctx, o.ID(), "item")
 				if len(rows) != m {
 					err = fmt.Errorf("%d rows of %d", len(rows), m)
 				}

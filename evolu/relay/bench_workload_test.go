@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"crypto/rand"
+	"path/filepath"
 	"testing"
 
 	"github.com/ferry-sync/ferry/evolu/client"
@@ -42,8 +43,8 @@ func BenchmarkWorkloadPush20kPull(b *testing.B) {
 		b.StopTimer()
 		srv, url := startRelay(b, relay.Config{})
 		o := testOwner(9)
-		a, fresh := openStore(b, "a.db"), openStore(b, "b.db")
-		writeAll(b, a, o.ID, opaqueMessages(b, 20_000, 1))
+		a := preloadedStore(b, filepath.Join(b.TempDir(), "a.db"), o.ID(), opaqueMessages(b, 20_000, 1))
+		fresh := openStore(b, "b.db")
 		b.StartTimer()
 		ctx := context.Background()
 		rep, err := client.Sync(ctx, url, o, a, client.SyncOptions{})
@@ -55,7 +56,7 @@ func BenchmarkWorkloadPush20kPull(b *testing.B) {
 			b.Fatalf("pull: %+v %v", rep2, err)
 		}
 		b.StopTimer()
-		if n, _ := relay.StorageOf(srv).Size(ctx, o.ID); n != 20_000 {
+		if n, _ := relay.StorageOf(srv).Size(ctx, o.ID()); n != 20_000 {
 			b.Fatalf("relay has %d", n)
 		}
 		b.ReportMetric(float64(rep.Rounds+rep2.Rounds), "rounds")
@@ -71,12 +72,11 @@ func BenchmarkWorkloadReconcile100k(b *testing.B) {
 		b.StopTimer()
 		srv, url := startRelay(b, relay.Config{})
 		o := testOwner(10)
-		a := openStore(b, "a.db")
 		all := opaqueMessages(b, 100_010, 1)
 		clientSet := append(append([]protocol.EncryptedMessage{}, all[:50_000]...), all[50_010:]...)
 		relaySet := append(append([]protocol.EncryptedMessage{}, all[:99_990]...), all[100_000:]...)
-		writeAll(b, a, o.ID, clientSet)
-		writeAll(b, relay.StorageOf(srv), o.ID, relaySet)
+		a := preloadedStore(b, filepath.Join(b.TempDir(), "a.db"), o.ID(), clientSet)
+		writeAll(b, relay.StorageOf(srv), o.ID(), relaySet)
 		b.StartTimer()
 		rep, err := client.Sync(context.Background(), url, o, a, client.SyncOptions{})
 		if err != nil || rep.Sent != 10 || rep.Received != 10 {

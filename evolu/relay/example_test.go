@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/ferry-sync/ferry/evolu/client"
-	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
 )
 
@@ -40,7 +39,7 @@ func ExampleServer_Handler() {
 	owner := client.OwnerFromSecret(client.Secret{42})
 	st, _ := client.OpenStore(ctx, filepath.Join(dir, "device.db"))
 	defer st.Close()
-	st.Put(ctx, owner, client.DbChange{Table: "todo", ID: protocol.ID{1}, Values: []client.Column{{Name: "title", Value: "Buy milk"}}})
+	st.Put(ctx, owner, client.DbChange{Table: "todo", ID: client.ID{1}, Values: []client.Column{{Name: "title", Value: "Buy milk"}}})
 	rep, err := client.Sync(ctx, "ws://"+ln.Addr().String()+"/sync", owner, st, client.SyncOptions{})
 	fmt.Println(rep.Sent, rep.Outcome, err)
 

@@ -16,9 +16,9 @@ import (
 func FuzzRelayApply(f *testing.F) {
 	o := testOwner(7)
 	msg := protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: 9}, Change: make([]byte, 45)}
-	push, _, _ := protocol.NewPushRequest(o.ID, o.WriteKey, []protocol.EncryptedMessage{msg}, 0, nil)
+	push, _, _ := protocol.NewPushRequest(o.ID(), o.WriteKey(), []protocol.EncryptedMessage{msg}, 0, nil)
 	f.Add(push)
-	syncReq, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
+	syncReq, _ := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
 	f.Add(syncReq)
 	f.Add([]byte{1})
 	ctx := context.Background()

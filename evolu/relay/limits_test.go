@@ -39,22 +39,22 @@ func TestConnectionLimits(t *testing.T) {
 	_, url := startRelay(t, relay.Config{MaxConns: 2})
 	o := testOwner(50)
 	for i, want := range []int{101, 101, 503} {
-		if _, got := dialStatus(t, url, o.ID); got != want {
+		if _, got := dialStatus(t, url, o.ID()); got != want {
 			t.Fatalf("connection %d: HTTP %d, want %d", i, got, want)
 		}
 	}
 	_, url = startRelay(t, relay.Config{MaxConnsPerAddr: 1})
-	a, got := dialStatus(t, url, o.ID)
+	a, got := dialStatus(t, url, o.ID())
 	if got != 101 {
 		t.Fatalf("first: %d", got)
 	}
-	if _, got := dialStatus(t, url, o.ID); got != 429 {
+	if _, got := dialStatus(t, url, o.ID()); got != 429 {
 		t.Fatalf("second from one address: HTTP %d, want 429", got)
 	}
 	a.Close(websocket.StatusNormalClosure, "")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, got := dialStatus(t, url, o.ID); got == 101 {
+		if _, got := dialStatus(t, url, o.ID()); got == 101 {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("after the first left: HTTP %d", got)
@@ -68,9 +68,9 @@ func TestConnectionLimits(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	_, url := startRelay(t, relay.Config{IdleTimeout: 300 * time.Millisecond, PingInterval: 100 * time.Millisecond})
 	o := testOwner(51)
-	idle := dial(t, url, o.ID)
-	sub := dial(t, url, o.ID)
-	subReq, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
+	idle := dial(t, url, o.ID())
+	sub := dial(t, url, o.ID())
+	subReq, _ := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
 	roundTrip(t, sub, subReq)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -119,19 +119,19 @@ func TestOperatorLogsAndAdmin(t *testing.T) {
 	var logs syncBuffer
 	srv, url := startRelay(t, relay.Config{QuotaBytes: 150, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	o := testOwner(52)
-	ws := dial(t, url, o.ID)
+	ws := dial(t, url, o.ID())
 	push := func(ms uint64, key protocol.WriteKey) protocol.ErrorCode {
-		p, _, _ := protocol.NewPushRequest(o.ID, key, []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, 100)}}, 0, nil)
+		p, _, _ := protocol.NewPushRequest(o.ID(), key, []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, 100)}}, 0, nil)
 		m, _ := protocol.Decode(roundTrip(t, ws, p))
 		return m.ErrorCode
 	}
-	if c := push(1, o.WriteKey); c != protocol.NoError {
+	if c := push(1, o.WriteKey()); c != protocol.NoError {
 		t.Fatal(c)
 	}
-	if c := push(2, o.WriteKey); c != protocol.QuotaError {
+	if c := push(2, o.WriteKey()); c != protocol.QuotaError {
 		t.Fatal(c)
 	}
-	bad := o.WriteKey
+	bad := o.WriteKey()
 	bad[0] ^= 1
 	if c := push(3, bad); c != protocol.WriteKeyError {
 		t.Fatal(c)
@@ -186,8 +186,8 @@ func TestPingTimeout(t *testing.T) {
 	var logs syncBuffer
 	_, url := startRelay(t, relay.Config{PingInterval: 100 * time.Millisecond, IdleTimeout: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	o := testOwner(53)
-	ws := dial(t, url, o.ID)
-	subReq, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
+	ws := dial(t, url, o.ID())
+	subReq, _ := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
 	roundTrip(t, ws, subReq) // then it never reads again
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(logs.String(), `reason="no pong"`) {
@@ -212,8 +212,8 @@ func TestShutdownMountedHandler(t *testing.T) {
 	defer hs.Close()
 	url := "ws" + strings.TrimPrefix(hs.URL, "http")
 	o := testOwner(54)
-	ws := dial(t, url, o.ID)
-	req, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request}).Bytes()
+	ws := dial(t, url, o.ID())
+	req, _ := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request}).Bytes()
 	roundTrip(t, ws, req)
 	readErr := make(chan error, 1)
 	go func() {
@@ -228,7 +228,7 @@ func TestShutdownMountedHandler(t *testing.T) {
 	if err := <-readErr; websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("client saw %v, want close 1001", err)
 	}
-	if _, code := dialStatus(t, url, o.ID); code != 503 {
+	if _, code := dialStatus(t, url, o.ID()); code != 503 {
 		t.Fatalf("dial after Shutdown: HTTP %d, want 503", code)
 	}
 }

@@ -20,10 +20,10 @@ import (
 // pushAll stores msgs of o in the relay at url, in requests that fit.
 func pushAll(t testing.TB, url string, o client.Owner, msgs []protocol.EncryptedMessage) {
 	t.Helper()
-	ws := dialCtx(t, url, o.ID)
+	ws := dialCtx(t, url, o.ID())
 	defer ws.CloseNow()
 	for len(msgs) > 0 {
-		req, n, err := protocol.NewPushRequest(o.ID, o.WriteKey, msgs, 0, rand.Reader)
+		req, n, err := protocol.NewPushRequest(o.ID(), o.WriteKey(), msgs, 0, rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func pushAll(t testing.TB, url string, o client.Owner, msgs []protocol.Encrypted
 
 func dialCtx(t testing.TB, url string, o protocol.OwnerID) *websocket.Conn {
 	t.Helper()
-	u, _ := client.OwnerURL(url, o)
+	u := url + "?ownerId=" + o.String()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
@@ -96,14 +96,14 @@ func TestNeverReadingClientsBoundedMemory(t *testing.T) {
 		t.Fatalf("reset peak RSS: %v", err)
 	}
 	before, _ := c.memory(t)
-	req, err := protocol.NewSyncRequest(ctx, protocol.NewMemoryStorage(), big.ID, protocol.SubscriptionNone)
+	req, err := protocol.NewSyncRequest(ctx, protocol.NewMemoryStorage(), big.ID(), protocol.SubscriptionNone)
 	if err != nil {
 		t.Fatal(err)
 	}
 	attackers := make([]*websocket.Conn, 4)
 	var wg sync.WaitGroup
 	for i := range attackers {
-		attackers[i] = dialCtx(t, c.url, big.ID)
+		attackers[i] = dialCtx(t, c.url, big.ID())
 		defer attackers[i].CloseNow()
 		wg.Go(func() {
 			for range 300 {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func TestPostgresThreeRelays(t *testing.T) {
 		if err != nil || rep.Received != 120 {
 			t.Fatalf("fresh device on relay %d: %+v %v", i, rep, err)
 		}
-		rows, _ := fresh.Rows(ctx, o.ID, "item")
+		rows, _ := fresh.Rows(ctx, o.ID(), "item")
 		if len(rows) != 120 {
 			t.Fatalf("relay %d: %d rows", i, len(rows))
 		}
@@ -96,7 +97,7 @@ func TestPostgresThreeRelays(t *testing.T) {
 		if err != nil || rep.Sent != 0 {
 			t.Fatalf("device %d on another relay: %+v %v", i, rep, err)
 		}
-		if rows, _ := d.Rows(ctx, o.ID, "item"); len(rows) != 120 {
+		if rows, _ := d.Rows(ctx, o.ID(), "item"); len(rows) != 120 {
 			t.Fatalf("device %d after syncing with another relay: %d rows", i, len(rows))
 		}
 	}
@@ -113,7 +114,7 @@ func requestScript(t *testing.T) [][]byte {
 	}
 	var reqs [][]byte
 	for from := 0; from < 2000; from += 500 {
-		req, n, err := protocol.NewPushRequest(o.ID, o.WriteKey, msgs[from:from+500], 0, nil)
+		req, n, err := protocol.NewPushRequest(o.ID(), o.WriteKey(), msgs[from:from+500], 0, nil)
 		if err != nil || n != 500 {
 			t.Fatal(n, err)
 		}
@@ -122,8 +123,8 @@ func requestScript(t *testing.T) [][]byte {
 	ctx := context.Background()
 	for _, part := range [][2]int{{0, 0}, {0, 1000}, {500, 3000}, {1990, 2010}} {
 		st := protocol.NewMemoryStorage()
-		st.WriteMessages(ctx, o.ID, msgs[part[0]:part[1]])
-		req, err := protocol.NewSyncRequest(ctx, st, o.ID, protocol.SubscriptionNone)
+		st.WriteMessages(ctx, o.ID(), msgs[part[0]:part[1]])
+		req, err := protocol.NewSyncRequest(ctx, st, o.ID(), protocol.SubscriptionNone)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func requestScript(t *testing.T) [][]byte {
 
 func replies(t *testing.T, url string, reqs [][]byte) [][]byte {
 	t.Helper()
-	ws := dialCtx(t, url, testOwner(71).ID)
+	ws := dialCtx(t, url, testOwner(71).ID())
 	defer ws.Close(websocket.StatusNormalClosure, "")
 	var out [][]byte
 	for _, r := range reqs {
@@ -174,12 +175,12 @@ func TestPostgresQuotaAndKill(t *testing.T) {
 	killNow := make(chan struct{})
 	push := func(i int, r *child, n int) {
 		defer wg.Done()
-		ws := dialCtx(t, r.url, o.ID)
+		ws := dialCtx(t, r.url, o.ID())
 		defer ws.CloseNow()
 		for j := range n {
 			m := protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: uint64(1_700_000_000_000 + j), NodeID: protocol.NodeID{byte(i), 9}}, Change: make([]byte, 1000)}
 			rand.Read(m.Change)
-			req, _, err := protocol.NewPushRequest(o.ID, o.WriteKey, []protocol.EncryptedMessage{m}, 0, nil)
+			req, _, err := protocol.NewPushRequest(o.ID(), o.WriteKey(), []protocol.EncryptedMessage{m}, 0, nil)
 			if err != nil {
 				t.Error(err)
 				return
@@ -226,21 +227,27 @@ func TestPostgresQuotaAndKill(t *testing.T) {
 	defer db.Close()
 	var stored, actual, n int64
 	if err := db.QueryRow(`select stored_bytes, (select coalesce(sum(length(change)), 0) from evolu_change where owner = $1),
-		(select count(*) from evolu_change where owner = $1) from evolu_owner where owner = $1`, o.ID[:]).Scan(&stored, &actual, &n); err != nil {
+		(select count(*) from evolu_change where owner = $1) from evolu_owner where owner = $1`, ownerBytes(o)).Scan(&stored, &actual, &n); err != nil {
 		t.Fatal(err)
 	}
 	if stored != actual || stored > quota || int(n) < len(acked) {
 		t.Fatalf("stored_bytes %d, changes %d bytes in %d, acknowledged %d, quota %d", stored, actual, n, len(acked), quota)
 	}
-	fresh := openStore(t, "fresh.db")
+	freshPath := filepath.Join(t.TempDir(), "fresh.db")
+	fresh, err := client.OpenStore(context.Background(), freshPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := client.Sync(ctx, relays[0].url, o, fresh, client.SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	have := map[protocol.TimestampBytes]bool{}
-	size, _ := fresh.Size(ctx, o.ID)
-	fresh.Iterate(ctx, o.ID, 0, size, func(ts protocol.TimestampBytes, _ int) bool { have[ts] = true; return true })
+	raw := rawClientStorage(t, freshPath)
+	size, _ := raw.Size(ctx, o.ID())
+	raw.Iterate(ctx, o.ID(), 0, size, func(ts protocol.TimestampBytes, _ int) bool { have[ts] = true; return true })
 	for ts := range acked {
 		if !have[ts] {
 			t.Fatalf("acknowledged change %s lost", ts.Timestamp())
@@ -260,9 +267,9 @@ func TestPostgresSchemasApart(t *testing.T) {
 	o := testOwner(73)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sub := dialCtx(t, a1.url, o.ID)
+	sub := dialCtx(t, a1.url, o.ID())
 	defer sub.CloseNow()
-	subReq, _ := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
+	subReq, _ := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
 	roundTripTB(t, sub, subReq)
 	push := func(r *child, ms uint64) {
 		pushAll(t, r.url, o, []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, 60)}})
@@ -297,9 +304,9 @@ func TestPostgresWriteKeyRace(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range keys {
-		ws := dialCtx(t, relays[i].url, o.ID)
+		ws := dialCtx(t, relays[i].url, o.ID())
 		defer ws.CloseNow()
-		req, _, err := protocol.NewPushRequest(o.ID, keys[i], []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: uint64(i + 1)}, Change: make([]byte, 60)}}, 0, nil)
+		req, _, err := protocol.NewPushRequest(o.ID(), keys[i], []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: uint64(i + 1)}, Change: make([]byte, 60)}}, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,8 +341,8 @@ func TestPostgresWriteKeyRace(t *testing.T) {
 	// Every process now refuses the losers and accepts the winner.
 	for i, r := range relays {
 		for k := range keys {
-			ws := dialCtx(t, r.url, o.ID)
-			req, _, _ := protocol.NewPushRequest(o.ID, keys[k], []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: uint64(100 + 10*i + k)}, Change: make([]byte, 60)}}, 0, nil)
+			ws := dialCtx(t, r.url, o.ID())
+			req, _, _ := protocol.NewPushRequest(o.ID(), keys[k], []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: uint64(100 + 10*i + k)}, Change: make([]byte, 60)}}, 0, nil)
 			m, err := protocol.Decode(roundTripTB(t, ws, req))
 			ws.CloseNow()
 			want := protocol.WriteKeyError
@@ -347,4 +354,10 @@ func TestPostgresWriteKeyRace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ownerBytes is the owner's id as a database column holds it.
+func ownerBytes(o client.Owner) []byte {
+	id := o.ID()
+	return id[:]
 }

@@ -83,8 +83,8 @@ func TestTwoClientsThroughRelay(t *testing.T) {
 	if rep.Received != 50 || rep.Sent != 0 {
 		t.Fatalf("b: %+v", rep)
 	}
-	ra, _ := a.Rows(ctx, o.ID, "")
-	rb, _ := b.Rows(ctx, o.ID, "")
+	ra, _ := a.Rows(ctx, o.ID(), "")
+	rb, _ := b.Rows(ctx, o.ID(), "")
 	if len(ra) != 1 || len(rb) != 1 || len(rb[0].Columns) != 2 || rb[0].Columns[0].Value != float64(49) {
 		t.Fatalf("rows a=%+v b=%+v", ra, rb)
 	}
@@ -97,7 +97,7 @@ func TestTwoClientsThroughRelay(t *testing.T) {
 
 func dial(t *testing.T, url string, o protocol.OwnerID) *websocket.Conn {
 	t.Helper()
-	u, _ := client.OwnerURL(url, o)
+	u := url + "?ownerId=" + o.String()
 	ws, _, err := websocket.Dial(context.Background(), u, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +123,9 @@ func roundTrip(t *testing.T, ws *websocket.Conn, req []byte) []byte {
 func TestBroadcastAndMalformed(t *testing.T) {
 	_, url := startRelay(t, relay.Config{})
 	o := testOwner(2)
-	sub := dial(t, url, o.ID)
-	pub := dial(t, url, o.ID)
-	subReq := protocol.NewMessageBuffer(o.ID, protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe})
+	sub := dial(t, url, o.ID())
+	pub := dial(t, url, o.ID())
+	subReq := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe})
 	b, _ := subReq.Bytes()
 	if m, err := protocol.Decode(roundTrip(t, sub, b)); err != nil || m.Type != protocol.Response {
 		t.Fatalf("subscribe reply: %v", err)
@@ -137,7 +137,7 @@ func TestBroadcastAndMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: 7}, Change: make([]byte, 60)}
-	push, _, err := protocol.NewPushRequest(o.ID, o.WriteKey, []protocol.EncryptedMessage{msg}, 0, nil)
+	push, _, err := protocol.NewPushRequest(o.ID(), o.WriteKey(), []protocol.EncryptedMessage{msg}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +154,10 @@ func TestBroadcastAndMalformed(t *testing.T) {
 		t.Fatalf("broadcast %+v %v", m, err)
 	}
 	// A wrong write key is refused and stores nothing.
-	bad := o.WriteKey
+	bad := o.WriteKey()
 	bad[0] ^= 1
 	msg2 := protocol.EncryptedMessage{Timestamp: protocol.Timestamp{Millis: 8}, Change: make([]byte, 60)}
-	push2, _, _ := protocol.NewPushRequest(o.ID, bad, []protocol.EncryptedMessage{msg2}, 0, nil)
+	push2, _, _ := protocol.NewPushRequest(o.ID(), bad, []protocol.EncryptedMessage{msg2}, 0, nil)
 	reply, err = protocol.Decode(roundTrip(t, pub, push2))
 	if err != nil || reply.ErrorCode != protocol.WriteKeyError {
 		t.Fatalf("wrong key reply %+v %v", reply, err)
@@ -167,9 +167,9 @@ func TestBroadcastAndMalformed(t *testing.T) {
 func TestQuota(t *testing.T) {
 	srv, url := startRelay(t, relay.Config{QuotaBytes: 150})
 	o := testOwner(3)
-	ws := dial(t, url, o.ID)
+	ws := dial(t, url, o.ID())
 	mk := func(ms uint64) []byte {
-		p, _, _ := protocol.NewPushRequest(o.ID, o.WriteKey, []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, 100)}}, 0, nil)
+		p, _, _ := protocol.NewPushRequest(o.ID(), o.WriteKey(), []protocol.EncryptedMessage{{Timestamp: protocol.Timestamp{Millis: ms}, Change: make([]byte, 100)}}, 0, nil)
 		return p
 	}
 	if m, _ := protocol.Decode(roundTrip(t, ws, mk(1))); m.ErrorCode != protocol.NoError {
@@ -178,7 +178,7 @@ func TestQuota(t *testing.T) {
 	if m, _ := protocol.Decode(roundTrip(t, ws, mk(2))); m.ErrorCode != protocol.QuotaError {
 		t.Fatalf("second: %v", m.ErrorCode)
 	}
-	if n, _ := relay.StorageOf(srv).Size(context.Background(), o.ID); n != 1 {
+	if n, _ := relay.StorageOf(srv).Size(context.Background(), o.ID()); n != 1 {
 		t.Fatalf("stored %d", n)
 	}
 }
@@ -216,7 +216,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestIsOwnerAllowed(t *testing.T) {
 	allowed := testOwner(4)
 	_, url := startRelay(t, relay.Config{IsOwnerAllowed: func(_ context.Context, o protocol.OwnerID) (bool, error) {
-		return o == allowed.ID, nil
+		return o == allowed.ID(), nil
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -226,15 +226,15 @@ func TestIsOwnerAllowed(t *testing.T) {
 	}{
 		{url + "?ownerId=nope", 400},
 		{url, 400},
-		{url + "?ownerId=" + testOwner(5).ID.String(), 401},
+		{url + "?ownerId=" + testOwner(5).ID().String(), 401},
 	} {
 		_, resp, err := websocket.Dial(ctx, c.url, nil)
 		if err == nil || resp == nil || resp.StatusCode != c.status {
 			t.Errorf("%s: %v, want HTTP %d", c.url, err, c.status)
 		}
 	}
-	ws := dial(t, url, allowed.ID)
-	req, _ := protocol.NewMessageBuffer(allowed.ID, protocol.BufferOptions{Type: protocol.Request}).Bytes()
+	ws := dial(t, url, allowed.ID())
+	req, _ := protocol.NewMessageBuffer(allowed.ID(), protocol.BufferOptions{Type: protocol.Request}).Bytes()
 	if m, err := protocol.Decode(roundTrip(t, ws, req)); err != nil || m.Type != protocol.Response {
 		t.Fatalf("allowed owner: %v", err)
 	}

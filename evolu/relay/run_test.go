@@ -55,7 +55,7 @@ func TestRunLiveSync(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("b got no broadcast")
 	}
-	rows, err := b.Rows(ctx, o.ID, "todo")
+	rows, err := b.Rows(ctx, o.ID(), "todo")
 	if err != nil || len(rows) != 1 || rows[0].Columns[0].Value != "live" {
 		t.Fatalf("b rows %+v %v", rows, err)
 	}

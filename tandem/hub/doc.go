@@ -1,8 +1,8 @@
 // Package hub is the Tandem hub store (§10): the abstract store every binding
-// implements (§10.1), the message format both bindings share (§10.4), the
-// identity of a message across bindings, H(envelope), with a [Publisher] that
-// never appends an envelope the hub already holds (§10.2), and the garbage
-// collection rule of §10.7 ([Dominated]).
+// implements (§10.1), the message format both bindings share (§10.4), and
+// the identity of a message across bindings, H(envelope). Publishing once
+// (§10.2) and garbage collection (§10.7) are the sync engine's
+// (tandem/internal/client/publish.go), not the store's.
 //
 // The bindings live in sub-packages: memhub (in memory, for tests of
 // everything above the store), imaphub (IMAP, §10.3) and jmaphub (JMAP,

@@ -41,10 +41,10 @@ type Message struct {
 	Envelope []byte
 }
 
-// ValidChannel reports whether tag is a channel tag: b32 of 20 bytes, that is
+// validChannel reports whether tag is a channel tag: b32 of 20 bytes, that is
 // 32 characters of a-z and 2-7 (tandem-gaps.md). Tags are compared as bytes:
 // upper case is another (invalid) tag.
-func ValidChannel(tag string) bool {
+func validChannel(tag string) bool {
 	if len(tag) != 32 {
 		return false
 	}
@@ -62,10 +62,10 @@ func ValidChannel(tag string) bool {
 // for an invalid tag, [ErrNotEnvelope] for a body that is not an envelope,
 // and [ErrTooLarge] when the message would reach [MaxMessage].
 func Build(channel string, envelope []byte, now time.Time) ([]byte, error) {
-	if !ValidChannel(channel) {
+	if !validChannel(channel) {
 		return nil, fmt.Errorf("%w: %q", ErrBadChannel, channel)
 	}
-	if err := CheckEnvelope(envelope); err != nil {
+	if err := checkEnvelope(envelope); err != nil {
 		return nil, err
 	}
 	if n := headerSizeBound + BodySize(len(envelope)); n >= MaxMessage {

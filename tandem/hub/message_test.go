@@ -157,24 +157,6 @@ func TestDecodeTextJMAP(t *testing.T) {
 	}
 }
 
-func TestCheckEnvelope(t *testing.T) {
-	env := hubtest.Envelope(hub.MinEnvelope)
-	if err := hub.CheckEnvelope(env); err != nil {
-		t.Fatal(err)
-	}
-	v2 := append([]byte(nil), env...)
-	v2[4] = 2
-	if err := hub.CheckEnvelope(v2); !errors.Is(err, hub.ErrUnknownVersion) {
-		t.Errorf("version 2: %v", err)
-	}
-	if err := hub.CheckEnvelope([]byte("TNDX\x01\x01")); !errors.Is(err, hub.ErrNotEnvelope) {
-		t.Errorf("bad magic: %v", err)
-	}
-	if err := hub.CheckEnvelope(env[:hub.MinEnvelope-1]); !errors.Is(err, hub.ErrNotEnvelope) {
-		t.Errorf("short: %v", err)
-	}
-}
-
 // FuzzParseMessage: any bytes from a server give an envelope or an error
 // that is one of the documented kinds, never a panic; what it returns as an
 // envelope is one.
@@ -193,8 +175,9 @@ func FuzzParseMessage(f *testing.F) {
 			}
 			return
 		}
-		if cerr := hub.CheckEnvelope(m.Envelope); cerr != nil || m.Channel == "" {
-			t.Fatalf("accepted %q with channel %q: %v", m.Envelope, m.Channel, cerr)
+		// An envelope: magic, version 1, at least the minimum length.
+		if !bytes.HasPrefix(m.Envelope, []byte("TNDM\x01")) || len(m.Envelope) < hub.MinEnvelope || m.Channel == "" {
+			t.Fatalf("accepted %q with channel %q", m.Envelope, m.Channel)
 		}
 	})
 }

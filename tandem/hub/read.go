@@ -29,9 +29,9 @@ const (
 // SHA-256 (§10.4).
 func Hash(envelope []byte) [32]byte { return sha256.Sum256(envelope) }
 
-// CheckEnvelope checks what the hub may know of an envelope: its magic,
+// checkEnvelope checks what the hub may know of an envelope: its magic,
 // version (§15) and minimum length. It does not open it.
-func CheckEnvelope(env []byte) error {
+func checkEnvelope(env []byte) error {
 	if len(env) < 6 || string(env[:4]) != envelopeMagic {
 		return fmt.Errorf("%w: no TNDM magic", ErrNotEnvelope)
 	}
@@ -171,12 +171,12 @@ func CheckBodyHeader(h Header) error {
 			return fmt.Errorf("%w: %d %s fields", ErrNotEnvelope, len(h[name]), name)
 		}
 	}
-	return CheckContentType(h.Get("Content-Type"))
+	return checkContentType(h.Get("Content-Type"))
 }
 
-// CheckContentType checks one Content-Type value as [CheckBodyHeader] does;
+// checkContentType checks one Content-Type value as [CheckBodyHeader] does;
 // "" (absent) means text/plain; charset=us-ascii (RFC 2045 §5.2).
-func CheckContentType(ct string) error {
+func checkContentType(ct string) error {
 	if ct == "" || ct == builtContentType {
 		return nil
 	}
@@ -187,15 +187,15 @@ func CheckContentType(ct string) error {
 	if mt != "text/plain" {
 		return fmt.Errorf("%w: Content-Type %s", ErrNotEnvelope, mt)
 	}
-	if cs := params["charset"]; cs != "" && !KnownCharset(cs) {
+	if cs := params["charset"]; cs != "" && !knownCharset(cs) {
 		return fmt.Errorf("%w: unknown charset %q", ErrNotEnvelope, cs)
 	}
 	return nil
 }
 
-// KnownCharset reports whether the §10.4 reader decodes charset: the
+// knownCharset reports whether the §10.4 reader decodes charset: the
 // names it handles itself and every IANA charset golang.org/x/text knows.
-func KnownCharset(charset string) bool {
+func knownCharset(charset string) bool {
 	switch strings.ToLower(charset) {
 	case "us-ascii", "utf-8", "utf8", "ascii":
 		return true
@@ -254,19 +254,19 @@ func DecodeBody(contentType, transferEncoding string, body []byte) ([]byte, erro
 // remove all white space, base64-decode, and check the envelope.
 func DecodeText(text string) ([]byte, error) { return decodeText([]byte(text)) }
 
-// MaxBodyText bounds a body as stored or as decoded text: a longer one is
+// maxBodyText bounds a body as stored or as decoded text: a longer one is
 // [ErrTooLarge] without decoding (a message under 1 MiB stays under it in
 // any charset and transfer encoding).
-const MaxBodyText = 4 * MaxMessage
+const maxBodyText = 4 * MaxMessage
 
-// EnvelopeFits reports whether an n-byte envelope makes a message under
+// envelopeFits reports whether an n-byte envelope makes a message under
 // [MaxMessage] (§10.6) as [Build] writes it. Readers of both bindings
 // apply it to the decoded envelope, so that one limit holds whatever
 // encoding a server stored.
-func EnvelopeFits(n int) bool { return headerSizeBound+BodySize(n) < MaxMessage }
+func envelopeFits(n int) bool { return headerSizeBound+BodySize(n) < MaxMessage }
 
 func decodeText(text []byte) ([]byte, error) {
-	if len(text) > MaxBodyText {
+	if len(text) > maxBodyText {
 		return nil, fmt.Errorf("%w: %d-byte body", ErrTooLarge, len(text))
 	}
 	// The base64 decoder skips CR and LF itself, which is all the white
@@ -280,10 +280,10 @@ func decodeText(text []byte) ([]byte, error) {
 		}
 	}
 	env = env[:n]
-	if !EnvelopeFits(len(env)) {
+	if !envelopeFits(len(env)) {
 		return nil, fmt.Errorf("%w: %d-byte envelope (§10.6)", ErrTooLarge, len(env))
 	}
-	if err := CheckEnvelope(env); err != nil {
+	if err := checkEnvelope(env); err != nil {
 		return nil, err
 	}
 	return env, nil
@@ -313,7 +313,7 @@ func undoTransferEncoding(cte string, body []byte) ([]byte, error) {
 		}
 		return out, nil
 	case "base64":
-		out, err := DecodeBase64Lenient(body)
+		out, err := decodeBase64Lenient(body)
 		if err != nil {
 			return nil, fmt.Errorf("%w: base64 transfer encoding: %v", ErrNotEnvelope, err)
 		}
@@ -323,9 +323,9 @@ func undoTransferEncoding(cte string, body []byte) ([]byte, error) {
 	}
 }
 
-// DecodeBase64Lenient decodes standard base64 with any white space between
+// decodeBase64Lenient decodes standard base64 with any white space between
 // characters, as a base64 transfer encoding is stored (RFC 2045 §6.8).
-func DecodeBase64Lenient(b []byte) ([]byte, error) {
+func decodeBase64Lenient(b []byte) ([]byte, error) {
 	clean := bytes.Map(func(r rune) rune {
 		switch r {
 		case ' ', '\t', '\r', '\n':
@@ -346,7 +346,7 @@ const builtContentType = "text/plain; charset=us-ascii"
 func decodeCharset(contentType string, b []byte) ([]byte, error) {
 	charset := "us-ascii"
 	if contentType != "" && contentType != builtContentType {
-		if err := CheckContentType(contentType); err != nil {
+		if err := checkContentType(contentType); err != nil {
 			return nil, err
 		}
 		_, params, _ := mime.ParseMediaType(contentType)

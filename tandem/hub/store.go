@@ -82,7 +82,7 @@ type Store interface {
 	// Append stores a new message carrying envelope on channel, built as
 	// §10.4 says, and returns its id. A channel that is not a valid tag gives
 	// [ErrBadChannel]; a message of 1 MiB or more gives [ErrTooLarge] (§10.6).
-	// Append does not look for duplicates: use a [Publisher] for that.
+	// Append does not look for duplicates: the sync engine does (§10.2).
 	Append(ctx context.Context, channel string, envelope []byte) (ID, error)
 
 	// Changes reports everything that changed in the folder since the cursor.

@@ -13,7 +13,7 @@ import (
 // trapped handles an error from the module: after a trap it discards the
 // instance and rebuilds every document from its kept bytes. It returns
 // err (annotated when the rebuild itself failed). The caller holds e.mu.
-func (e *Engine) trapped(ctx context.Context, err error) error {
+func (e *Engine) trapped(_ context.Context, err error) error {
 	if !errors.Is(err, lorowasm.ErrTrapped) {
 		return err
 	}

@@ -17,8 +17,7 @@ func Pipe(aName, bName string) (a, b transport.Conn) {
 }
 
 type pipeShared struct {
-	done   chan struct{}
-	closed bool
+	done chan struct{}
 }
 
 type pipeConn struct {

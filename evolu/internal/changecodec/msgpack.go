@@ -105,10 +105,9 @@ type msgpackDecoder struct {
 	depth int
 }
 
-var errMsgpack = errors.New("invalid MessagePack data")
-
 func (d *msgpackDecoder) take(n uint64) ([]byte, error) {
 	if n > uint64(len(d.b)) {
+		//lint:ignore ST1005 msgpackr's own message, which the TS side reports
 		return nil, errors.New("Buffer parse ended prematurely")
 	}
 	p := d.b[:n]
@@ -225,6 +224,7 @@ func (d *msgpackDecoder) enter() error {
 
 func (d *msgpackDecoder) array(n uint64) (any, error) {
 	if n > uint64(len(d.b)) {
+		//lint:ignore ST1005 msgpackr's own message, which the TS side reports
 		return nil, errors.New("Buffer parse ended prematurely")
 	}
 	if err := d.enter(); err != nil {
@@ -244,6 +244,7 @@ func (d *msgpackDecoder) array(n uint64) (any, error) {
 
 func (d *msgpackDecoder) mapOf(n uint64) (any, error) {
 	if n > uint64(len(d.b))/2 {
+		//lint:ignore ST1005 msgpackr's own message, which the TS side reports
 		return nil, errors.New("Buffer parse ended prematurely")
 	}
 	if err := d.enter(); err != nil {

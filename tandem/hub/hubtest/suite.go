@@ -30,7 +30,6 @@ func Run(t *testing.T, h Harness) {
 		{"OtherCharsets", testOtherCharsets},
 		{"NotEnvelopes", testNotEnvelopes},
 		{"Watch", testWatch},
-		{"PublishOnce", testPublishOnce},
 		{"RandomHistory", testRandomHistory},
 	}
 	for _, tc := range tests {
@@ -516,35 +515,5 @@ func drain(c chan struct{}) {
 		case <-time.After(200 * time.Millisecond):
 			return
 		}
-	}
-}
-
-func testPublishOnce(t *testing.T, h Harness) {
-	a, b := open(t, h), open(t, h)
-	env := Envelope(99)
-	p := hub.NewPublisher(a)
-	id1, err := p.Publish(ctxT(t), Channel(22), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id2, err := p.Publish(ctxT(t), Channel(22), env)
-	if err != nil || id2 != id1 {
-		t.Fatalf("second Publish: %s, %v; want %s", id2, err, id1)
-	}
-	// An append whose answer was lost: the message landed, the id did not
-	// come back. A new process (new Publisher, other connection) must find it.
-	lost := Envelope(99)
-	if _, err := a.Append(ctxT(t), Channel(22), lost); err != nil {
-		t.Fatal(err)
-	}
-	q := hub.NewPublisher(b)
-	if _, err := q.Publish(ctxT(t), Channel(22), lost); err != nil {
-		t.Fatal(err)
-	}
-	if id3, err := q.Publish(ctxT(t), Channel(22), env); err != nil || id3 != id1 {
-		t.Fatalf("Publish on another device: %s, %v; want existing %s", id3, err, id1)
-	}
-	if c := changesT(t, a, nil); len(c.Added) != 2 {
-		t.Fatalf("%d messages after publishing 2 envelopes 5 times: %+v", len(c.Added), c.Added)
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -173,34 +171,6 @@ func initialSync(b *testing.B, s *Store) {
 	if len(bodies) != syncMessages {
 		b.Fatalf("%d bodies", len(bodies))
 	}
-}
-
-// rawLogin opens a plain connection with Tandem selected.
-func rawLogin(cfg Config) (net.Conn, *bufio.Reader, error) {
-	nc, err := net.Dial("tcp", cfg.Addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	rd := bufio.NewReaderSize(nc, 64<<10)
-	if _, err := rd.ReadString('\n'); err != nil {
-		return nil, nil, err
-	}
-	for i, cmd := range []string{"LOGIN " + cfg.User + " " + cfg.Password, "SELECT Tandem"} {
-		fmt.Fprintf(nc, "r%d %s\r\n", i, cmd)
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				return nil, nil, err
-			}
-			if strings.HasPrefix(line, fmt.Sprintf("r%d OK", i)) {
-				break
-			}
-			if strings.HasPrefix(line, fmt.Sprintf("r%d ", i)) {
-				return nil, nil, fmt.Errorf("%s: %s", cmd, line)
-			}
-		}
-	}
-	return nc, rd, nil
 }
 
 // rawFetch sends UID FETCH 1:* BODY.PEEK[TEXT] and reads the answer,

@@ -19,16 +19,16 @@ const maxAppendBatch = 256
 // value, for keeping a batch under the session's maxSizeRequest.
 const createOverhead = 1024
 
-// Append stores one message (§10.2 append). See AppendBatch.
+// Append stores one message (§10.2 append). See appendBatch.
 func (st *Store) Append(ctx context.Context, channel string, envelope []byte) (hub.ID, error) {
-	ids, err := st.AppendBatch(ctx, []hub.Message{{Channel: channel, Envelope: envelope}})
+	ids, err := st.appendBatch(ctx, []hub.Message{{Channel: channel, Envelope: envelope}})
 	if err != nil {
 		return "", err
 	}
 	return ids[0], nil
 }
 
-// AppendBatch stores messages with Email/set create (§10.2): each in the
+// appendBatch stores messages with Email/set create (§10.2): each in the
 // Tandem mailbox only, with keyword $seen, the header fields Tandem-Version
 // and Tandem-Channel (as text), and the §10.4 body as a text/plain body
 // value. The server chooses the stored charset and transfer encoding
@@ -40,7 +40,7 @@ func (st *Store) Append(ctx context.Context, channel string, envelope []byte) (h
 // before anything is sent. On a later error the returned slice still holds
 // the ids of the messages that were stored ("" for the others); the caller
 // knows its messages by H(envelope) anyway (§10.2, last paragraph).
-func (st *Store) AppendBatch(ctx context.Context, msgs []hub.Message) ([]hub.ID, error) {
+func (st *Store) appendBatch(ctx context.Context, msgs []hub.Message) ([]hub.ID, error) {
 	now := time.Now()
 	for _, m := range msgs {
 		// hub.Build applies exactly the checks of an IMAP append (§10.4,

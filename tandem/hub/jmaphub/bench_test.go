@@ -136,7 +136,7 @@ func fillBench(b *testing.B, st *Store, n int) {
 	for i := range msgs {
 		msgs[i] = hub.Message{Channel: hubtest.Channel(i % 8), Envelope: hubtest.Envelope(1024)}
 	}
-	if _, err := st.AppendBatch(ctx, msgs); err != nil {
+	if _, err := st.appendBatch(ctx, msgs); err != nil {
 		b.Fatal(err)
 	}
 }

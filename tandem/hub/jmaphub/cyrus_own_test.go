@@ -213,7 +213,7 @@ func TestCyrusAppendBatch(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = hub.Message{Channel: hubtest.Channel(i % 3), Envelope: hubtest.Envelope(200 + i)}
 	}
-	ids, err := st.AppendBatch(t.Context(), msgs)
+	ids, err := st.appendBatch(t.Context(), msgs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 //     again (sibling names are unique, RFC 8621 §2).
 //   - append: Email/set create in the Tandem mailbox with $seen, the
 //     Tandem-Version and Tandem-Channel header fields and the §10.4 body as a
-//     text/plain body value; [Store.AppendBatch] batches to maxObjectsInSet
+//     text/plain body value; Append batches to maxObjectsInSet
 //     and maxSizeRequest.
 //   - changes: Email/changes while hasMoreChanges, then Email/get of the
 //     created and updated ids (mailboxIds and the channel header): a move is

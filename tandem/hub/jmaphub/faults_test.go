@@ -195,7 +195,7 @@ func TestCyrusCutIsUnavailable(t *testing.T) {
 	for i := range 20 {
 		msgs = append(msgs, hub.Message{Channel: hubtest.Channel(i), Envelope: hubtest.Envelope(2000)})
 	}
-	ids := mustT[[]hub.ID](t)(st.AppendBatch(t.Context(), msgs))
+	ids := mustT[[]hub.ID](t)(st.appendBatch(t.Context(), msgs))
 	p.CutAfter(8000)
 	_, err := st.Fetch(t.Context(), ids)
 	wantUnavailable(t, "Fetch cut in the middle", err)
@@ -257,8 +257,8 @@ func TestCyrusRateBudget(t *testing.T) {
 		t.Fatalf("a second login on a budget of one: %v", err)
 	}
 	two := []hub.Message{{Channel: hubtest.Channel(1), Envelope: hubtest.Envelope(80)}, {Channel: hubtest.Channel(2), Envelope: hubtest.Envelope(80)}}
-	mustT[[]hub.ID](t)(st.AppendBatch(t.Context(), two))
-	if _, err := st.AppendBatch(t.Context(), two); !errors.As(err, &be) || be.What != "append" {
+	mustT[[]hub.ID](t)(st.appendBatch(t.Context(), two))
+	if _, err := st.appendBatch(t.Context(), two); !errors.As(err, &be) || be.What != "append" {
 		t.Fatalf("two more appends on a budget of three: %v", err)
 	}
 	if c := mustT[hub.Changes](t)(st.Changes(t.Context(), nil)); len(c.Added) != 2 {

@@ -126,7 +126,7 @@ func (st *Store) Close() error {
 }
 
 // AccountID returns the JMAP account the store works in.
-func (st *Store) AccountID() string { return st.s.accountID }
+func (st *Store) accountID() string { return st.s.accountID }
 
 // check fails with hub.ErrClosed after Close.
 func (st *Store) check() error {

@@ -104,12 +104,11 @@ type invite struct {
 // shares holds sharing messages waiting to be judged, and the owner's
 // pending decisions.
 type shares struct {
-	joins    map[hub.ID]*JoinRequest // fetched, not yet judged
-	pending  map[hub.ID]*JoinRequest // waiting for the owner
-	grants   map[hub.ID]*grant
-	leaves   map[hub.ID]*LeaveNotice
-	keyreqs  map[hub.ID]*keyReq
-	answered []hub.ID
+	joins   map[hub.ID]*JoinRequest // fetched, not yet judged
+	pending map[hub.ID]*JoinRequest // waiting for the owner
+	grants  map[hub.ID]*grant
+	leaves  map[hub.ID]*LeaveNotice
+	keyreqs map[hub.ID]*keyReq
 }
 
 func newShares() *shares {
@@ -671,13 +670,6 @@ func (d *Device) homeChanges(changes []record.Change) error {
 		d.enqueue(m)
 	}
 	return nil
-}
-
-// homeLocal assigns one field of a home record. d.mu is held.
-func (d *Device) homeLocal(rec [16]byte, field string, v []byte) {
-	if err := d.homeChanges([]record.Change{{Record: rec, Field: field, Op: suite.OpAssign, Value: v}}); err != nil {
-		d.log.Warn("tandem/client: home write", "err", err)
-	}
 }
 
 // unfollow stops following a collection. d.mu is held.

@@ -25,12 +25,11 @@ func isTerminal(v any) bool {
 // ("-" is standard input), an environment variable, or a prompt on the
 // terminal. Never from a flag's value, which would land in shell history.
 type secretSource struct {
-	what    string // "password", "token", "backup key"
-	file    string // the --*-file flag's value
-	flag    string // that flag's name, for messages
-	env     string // the environment variable
-	prompt  string // the prompt on a terminal
-	allowed bool   // false: the source is not needed (no user given, ...)
+	what   string // "password", "token", "backup key"
+	file   string // the --*-file flag's value
+	flag   string // that flag's name, for messages
+	env    string // the environment variable
+	prompt string // the prompt on a terminal
 }
 
 // read returns the secret from the first source that has one.

@@ -359,7 +359,6 @@ func TestWrites(t *testing.T) {
 func TestInventories(t *testing.T) {
 	for i, inv := range load(t).Inventories {
 		w := fmt.Sprintf("inventories[%d]", i)
-		var recs [][]byte
 		out := binary.BigEndian.AppendUint32(nil, uint32(len(inv.Records)))
 		type rec struct {
 			id     []byte
@@ -373,7 +372,6 @@ func TestInventories(t *testing.T) {
 			}
 			sort.Slice(ws, func(a, b int) bool { return bytes.Compare(ws[a], ws[b]) < 0 })
 			rs = append(rs, rec{r.ID, ws})
-			recs = append(recs, r.ID)
 		}
 		sort.Slice(rs, func(a, b int) bool { return bytes.Compare(rs[a].id, rs[b].id) < 0 })
 		for _, r := range rs {
