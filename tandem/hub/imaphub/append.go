@@ -2,7 +2,6 @@ package imaphub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,6 +22,20 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var id hub.ID
+	// A transient NO stored nothing (RFC 9051 §6.3.12): append again.
+	err = s.retry.Do(ctx, isTransient, func() error {
+		var err error
+		id, err = s.appendOnce(ctx, msg)
+		return err
+	})
+	return id, err
+}
+
+// appendOnce appends msg, making the folder again if another client
+// deleted it, and trying a fresh connection where the last one was
+// unusable. s.mu is held.
+func (s *Store) appendOnce(ctx context.Context, msg []byte) (hub.ID, error) {
 	created := false
 	for attempt := 0; ; attempt++ {
 		reused := s.c != nil && s.c.broken == nil
@@ -34,20 +47,21 @@ func (s *Store) Append(ctx context.Context, channel string, envelope []byte) (hu
 		if err == nil || attempt == 2 {
 			return id, err
 		}
-		var se *statusError
+		se, no := refusal(err)
 		switch {
-		case errors.As(err, &se) && se.status == "NO" && se.hasCode("TRYCREATE") && !created:
+		case no && se.hasCode("TRYCREATE") && !created:
 			// The folder is gone (another client deleted it): make it
 			// again and append once more; a NO stored nothing (RFC 9051
 			// §6.3.12).
 			if err := c.ensureFolder(ctx, s.mailbox); err != nil {
-				return "", fmt.Errorf("imaphub: append: %w: %w", hub.ErrNoFolder, err)
+				return "", noFolder("append", err)
 			}
 			created = true
-		case errors.As(err, &se) && se.status == "NO" && c.selected:
+		case (no || isTransient(err)) && c.selected:
 			// Dovecot refuses appends on a connection whose selected
 			// folder was deleted (and maybe created again) by another
-			// client; a fresh connection appends fine.
+			// client, with NO [SERVERBUG] when it was renamed; a fresh
+			// connection appends fine.
 			c.fail("append", err)
 		case !sent && reused && c.gone && ctx.Err() == nil:
 			// The server had logged the idle connection out before the

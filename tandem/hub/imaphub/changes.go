@@ -181,22 +181,35 @@ func (s *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 		}
 		// Deleted by another client: make it again, as EnsureFolder does.
 		if err := c.ensureFolder(ctx, s.mailbox); err != nil {
-			return fmt.Errorf("imaphub: changes: %w: %w", hub.ErrNoFolder, err)
+			return noFolder("changes", err)
 		}
 		out, err = c.changes(ctx, s.mailbox, s.identity, since, cur, &s.headers)
 		if isNoFolder(err) {
-			return fmt.Errorf("imaphub: changes: %w: %w", hub.ErrNoFolder, err)
+			return noFolder("changes", err)
 		}
 		return err
 	})
 	return out, err
 }
 
+// noFolder is the error of op when the folder could not be made again
+// after it was found missing: hub.ErrNoFolder, unless the server answered
+// it failed for now (then the caller's retry may find or make it).
+func noFolder(op string, err error) error {
+	if isTransient(err) {
+		return err
+	}
+	return fmt.Errorf("imaphub: %s: %w: %w", op, hub.ErrNoFolder, err)
+}
+
 // isNoFolder reports whether err is a NO to SELECT: the folder is not
 // there (RFC 9051 §6.3.2), or not selectable by this user.
+//
+// A transient NO (NO [SERVERBUG] from a busy Dovecot) is not: the folder
+// may well be there, and the call is retried (statusError.transient).
 func isNoFolder(err error) bool {
-	var se *statusError
-	return errors.As(err, &se) && se.cmd == "select" && se.status == "NO"
+	se, ok := refusal(err)
+	return ok && se.cmd == "select"
 }
 
 func (c *conn) changes(ctx context.Context, mailbox string, identity [16]byte, since hub.Cursor, cur cursor, hc *headerCache) (hub.Changes, error) {

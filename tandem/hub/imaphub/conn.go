@@ -57,14 +57,54 @@ func (e *statusError) Error() string {
 //
 // A NO to LOGIN or AUTHENTICATE matches hub.ErrAuth: the server refused the
 // credential (§13.3).
+//
+// A NO whose code says the server failed for now (see transient) matches
+// hub.ErrUnavailable instead, whatever the command: it is neither a
+// refused credential nor a missing folder.
 func (e *statusError) Is(target error) bool {
 	switch target {
 	case hub.ErrProtocol:
 		return e.status == "BAD"
 	case hub.ErrAuth:
-		return e.cmd == "login" && e.status == "NO"
+		return e.cmd == "login" && e.status == "NO" && !e.transient()
+	case hub.ErrUnavailable:
+		return e.transient()
 	}
 	return false
+}
+
+// transient reports whether e is a NO with a response code of RFC 5530
+// saying the server could not do it now, not that it never will:
+// SERVERBUG (Dovecot's "Internal error occurred" under load), UNAVAILABLE,
+// INUSE and LIMIT. Such a call is tried again after a pause
+// (docs/decisions/tandem-hub-transient.md).
+func (e *statusError) transient() bool {
+	if e.status != "NO" {
+		return false
+	}
+	for _, code := range []string{"SERVERBUG", "UNAVAILABLE", "INUSE", "LIMIT"} {
+		if e.hasCode(code) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal returns err's tagged NO unless it is transient: a server's
+// lasting "no" to the command.
+func refusal(err error) (*statusError, bool) {
+	var se *statusError
+	if errors.As(err, &se) && se.status == "NO" && !se.transient() {
+		return se, true
+	}
+	return nil, false
+}
+
+// isTransient reports whether err is a server's answer that it failed for
+// now (statusError.transient): worth the same call again after a pause.
+func isTransient(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.transient()
 }
 
 // hasCode reports whether the response code starts with name.

@@ -140,7 +140,9 @@ func (f *fakeServer) serve(nc net.Conn) {
 				if hangUp {
 					return
 				}
-				if strings.HasPrefix(strings.ToUpper(cmd), "APPEND") {
+				if strings.HasPrefix(strings.ToUpper(cmd), "APPEND") && strings.HasPrefix(ans, "+") {
+					// The client sends the message only after a
+					// continuation request; a tagged NO ends the APPEND.
 					f.readLiteral(cmd, r)
 				}
 				continue

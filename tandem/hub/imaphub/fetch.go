@@ -239,8 +239,7 @@ func (s *Store) Fetch(ctx context.Context, ids []hub.ID) ([]hub.Body, error) {
 		} {
 			for _, set := range batches(setOf(part.uids)) {
 				err := c.fetchBodies(ctx, set, part.items, &w, out, &s.headers, uidValidity)
-				var se *statusError
-				if errors.As(err, &se) && se.status == "NO" {
+				if _, no := refusal(err); no {
 					// Cyrus answers NOOP fine but FETCH with NO once the
 					// selected folder is deleted: is it still there?
 					if _, serr := c.selectFolder(ctx, s.mailbox, nil); isNoFolder(serr) {

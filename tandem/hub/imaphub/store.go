@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/internal/retry"
 )
 
 // Config says how to reach the account.
@@ -152,7 +153,8 @@ type Store struct {
 	identity [16]byte             // folderIdentity of the account's mailbox
 	closed   bool
 	watches  map[*conn]struct{}
-	headers  headerCache // what Changes read for Fetch; s.mu
+	headers  headerCache  // what Changes read for Fetch; s.mu
+	retry    retry.Policy // for answers that the server failed for now
 }
 
 var _ hub.Store = (*Store)(nil)
@@ -165,7 +167,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{cfg: cfg, watches: map[*conn]struct{}{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.conn(ctx); err != nil {
+	err := s.retry.Do(ctx, isTransient, func() error {
+		_, err := s.conn(ctx)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -212,8 +218,28 @@ func (s *Store) login(ctx context.Context) (*conn, error) {
 // that served earlier calls may have been closed by the server since
 // (Dovecot logs out clients idle for 30 minutes): if op fails because the
 // connection is gone, and that connection was not dialled for this call,
-// op runs once more on a fresh one. Only idempotent operations use run.
+// op runs once more on a fresh one. An answer that the server failed for
+// now (NO [SERVERBUG], ...) runs op again after a pause, within ctx
+// (retry.Policy). Only idempotent operations use run.
+//
+// The third try runs on a fresh connection: a server that failed twice on
+// one connection may be failing on that connection's state (Dovecot
+// answers NO [SERVERBUG] on a connection whose selected folder another
+// client renamed). That is one login more at most (hub.RateBudget), unless
+// the server refuses logins for now too.
 func (s *Store) run(ctx context.Context, op func(*conn) error) error {
+	tries := 0
+	return s.retry.Do(ctx, isTransient, func() error {
+		if tries++; tries == 3 && s.c != nil {
+			s.c.close()
+			s.c = nil
+		}
+		return s.runOnce(ctx, op)
+	})
+}
+
+// runOnce is one try of run.
+func (s *Store) runOnce(ctx context.Context, op func(*conn) error) error {
 	reused := s.c != nil && s.c.broken == nil
 	c, err := s.conn(ctx)
 	if err != nil {
@@ -267,8 +293,7 @@ func (c *conn) ensureFolder(ctx context.Context, mailbox string) error {
 		return err
 	}
 	err = c.cmd(ctx, "create", "CREATE "+quote(mailbox), nil)
-	var se *statusError
-	if errors.As(err, &se) && se.status == "NO" {
+	if se, no := refusal(err); no {
 		if se.hasCode("ALREADYEXISTS") {
 			return nil
 		}

@@ -67,8 +67,7 @@ func (s *Store) Watch(ctx context.Context, onChange func()) error {
 // watchError tells a folder deleted under Watch (a NO to SELECT, or a BYE
 // while the folder is no longer listed) from other failures.
 func (s *Store) watchError(ctx context.Context, mailbox string, err error) error {
-	var se *statusError
-	if errors.As(err, &se) && se.cmd == "select" && se.status == "NO" {
+	if isNoFolder(err) {
 		return fmt.Errorf("imaphub: watch %s: %w (%w)", mailbox, hub.ErrNoFolder, err)
 	}
 	if !errors.Is(err, errBye) {

@@ -144,6 +144,14 @@ func (st *Store) appendRange(ctx context.Context, mb string, msgs []hub.Message,
 			ids[i] = hub.ID(c.ID)
 			continue
 		}
+		if e, ok := set.NotCreated[cid]; ok && e.Type == "alreadyExists" && e.ExistingID != "" {
+			// The same create (same Message-ID) was stored by an earlier
+			// try of this request whose answer was lost, e.g. a 5xx
+			// after the work was done (Cyrus keeps one email per
+			// Message-ID in a mailbox): that email is this message.
+			ids[i] = hub.ID(e.ExistingID)
+			continue
+		}
 		if firstErr != nil {
 			continue
 		}

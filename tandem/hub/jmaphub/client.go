@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/internal/retry"
 )
 
 // Limits on what the binding reads from the server.
@@ -23,8 +24,9 @@ const (
 // client speaks JMAP over HTTP: session discovery, API requests, blob
 // downloads. It holds no mutable state besides what cfg provides.
 type client struct {
-	cfg  Config
-	http *http.Client
+	cfg   Config
+	http  *http.Client
+	retry retry.Policy // for answers that the server failed for now
 }
 
 // do sends req. A transport failure (refused, reset, no answer before
@@ -127,7 +129,18 @@ type call struct {
 // missing or mismatched response, or a body that is not a Response object,
 // is ErrBadResponse. Results are written into the Resp targets only when the
 // whole answer is good.
+//
+// An answer that the server failed for now (HTTP 5xx or 429, serverFail,
+// serverUnavailable) sends the request again after a pause, within ctx
+// (retry.Policy; see retryable).
 func (c *client) request(ctx context.Context, s *session, calls ...call) error {
+	return c.retry.Do(ctx, func(err error) bool { return retryable(err, calls) }, func() error {
+		return c.requestOnce(ctx, s, calls...)
+	})
+}
+
+// requestOnce is one try of request.
+func (c *client) requestOnce(ctx context.Context, s *session, calls ...call) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -233,8 +246,19 @@ func decodeOne(resps []invocation, cl call) error {
 	return badResponse(cl.Name, "no %s response", cl.Name)
 }
 
-// download fetches a blob (RFC 8620 §6.2) of at most maxBlobBytes.
+// download fetches a blob (RFC 8620 §6.2) of at most maxBlobBytes; an
+// HTTP 5xx or 429 is tried again after a pause, within ctx.
 func (c *client) download(ctx context.Context, s *session, blobID string) ([]byte, error) {
+	var body []byte
+	err := c.retry.Do(ctx, isTransient, func() error {
+		var err error
+		body, err = c.downloadOnce(ctx, s, blobID)
+		return err
+	})
+	return body, err
+}
+
+func (c *client) downloadOnce(ctx context.Context, s *session, blobID string) ([]byte, error) {
 	u, err := s.resolve(s.downloadURL, map[string]string{
 		"accountId": s.accountID, "blobId": blobID, "name": "message.eml", "type": "message/rfc822",
 	})

@@ -3,6 +3,7 @@ package jmaphub
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 )
@@ -73,8 +74,50 @@ func (e *MethodError) Error() string {
 	return s
 }
 
-// Is reports whether target is ErrMethod.
-func (e *MethodError) Is(target error) bool { return target == ErrMethod }
+// Is reports whether target is ErrMethod, or hub.ErrUnavailable for
+// serverFail and serverUnavailable (RFC 8620 §3.6.2): the server could not
+// do it now, and the call made no change.
+func (e *MethodError) Is(target error) bool {
+	return target == ErrMethod || (target == hub.ErrUnavailable && e.transient())
+}
+
+func (e *MethodError) transient() bool {
+	return e.Type == "serverFail" || e.Type == "serverUnavailable"
+}
+
+// isTransient reports whether err is a server's answer that it failed for
+// now: an HTTP 5xx or 429, or a serverFail or serverUnavailable method
+// error. A transport failure (refused, reset, silent) is hub.ErrUnavailable
+// too, but is not tried again here: the caller decides
+// (docs/decisions/tandem-hub-transient.md).
+func isTransient(err error) bool {
+	var he *HTTPError
+	var me *MethodError
+	return (errors.As(err, &he) && errors.Is(he, hub.ErrUnavailable)) || (errors.As(err, &me) && me.transient())
+}
+
+// retryable reports whether the request of calls may be sent again after
+// err: a transient answer, and not a method error that followed a /set
+// call in the same request (that /set may have changed the server; its
+// effect is decoded, and the caller decides).
+func retryable(err error, calls []call) bool {
+	if !isTransient(err) {
+		return false
+	}
+	var me *MethodError
+	if !errors.As(err, &me) {
+		return true // the whole request failed with an HTTP status
+	}
+	for _, cl := range calls {
+		if cl.Name == me.Method {
+			return true
+		}
+		if strings.HasSuffix(cl.Name, "/set") {
+			return false
+		}
+	}
+	return true
+}
 
 // SetError is an item the server did not create, update or destroy (RFC 8620
 // §5.3). It matches ErrSetFailed.

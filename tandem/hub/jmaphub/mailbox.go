@@ -183,4 +183,6 @@ type createdInfo struct {
 type setErr struct {
 	Type        string `json:"type"`
 	Description string `json:"description"`
+	// ExistingID is the email an alreadyExists refers to (RFC 8620 §5.4).
+	ExistingID string `json:"existingId"`
 }

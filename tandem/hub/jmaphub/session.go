@@ -56,8 +56,19 @@ type coreCapability struct {
 }
 
 // fetchSession GETs the session resource and checks that it offers the mail
-// capability with a primary account.
+// capability with a primary account. An HTTP 5xx or 429 is tried again
+// after a pause, within ctx.
 func (c *client) fetchSession(ctx context.Context) (*session, error) {
+	var s *session
+	err := c.retry.Do(ctx, isTransient, func() error {
+		var err error
+		s, err = c.fetchSessionOnce(ctx)
+		return err
+	})
+	return s, err
+}
+
+func (c *client) fetchSessionOnce(ctx context.Context) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.SessionURL, nil)
