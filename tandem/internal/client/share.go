@@ -593,7 +593,7 @@ func (d *Device) destroyAnswered(ctx context.Context, s hub.Store) error {
 func (d *Device) judgeGrant(g *grant) (done, followed bool, err error) {
 	coll := d.colls[g.coll]
 	if coll == nil {
-		coll = newCollection(g.coll)
+		coll = newCollection(g.coll, d.bounds.chainOptions())
 		d.colls[g.coll] = coll
 	}
 	tag := suite.CollectionTag(g.k, g.epoch)
