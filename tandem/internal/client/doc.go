@@ -19,9 +19,9 @@
 // (§6.3; a second device is made from the same secret, as restoring from
 // the backup key does), and persistence of a device's state across
 // processes (the caller's concern). Kind-3 messages are ignored. Messages
-// held for a missing roster statement are bounded in number
-// (Config.MaxHeld) but not in time: the 30-day holding limit of §9.4 does
-// not arise for state that lives no longer than its process.
+// held for a missing roster statement and inventory fragments are bounded
+// in bytes and number, per collection and per device (bounds.go,
+// docs/decisions/tandem-client-bounds.md).
 //
 // # How it works
 //
