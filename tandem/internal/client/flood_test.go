@@ -260,10 +260,16 @@ func TestFragmentFloodNotRefetched(t *testing.T) {
 			// Fragments of a later epoch nobody announced, posted in a
 			// channel the victim follows, tagged with its epoch so the
 			// chain holds them while it waits.
-			for i := range 12 {
+			// Twelve parts of 40 KB pass the byte bound; six versions of
+			// one small part pass the chain's versions-per-part bound.
+			for i := range 18 {
 				b := make([]byte, 40<<10)
+				part := i
+				if i >= 12 {
+					b, part = b[:100], 999
+				}
 				rand.Read(b)
-				fr := &roster.Fragment{Epoch: epoch, Part: i, Parts: 1000, Bytes: b}
+				fr := &roster.Fragment{Epoch: epoch, Part: part, Parts: 1000, Bytes: b}
 				pt := must[[]byte](t)(fr.Encode())
 				f.post(t, must[[]byte](t)(suite.SealEnvelope(suite.KindRecord, f.ch.key, f.ch.tag, pt, rand.Reader)))
 			}
