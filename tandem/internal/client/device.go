@@ -129,6 +129,7 @@ type Device struct {
 	outbox    []outMsg
 	outSeq    uint64
 	share     *shares                     // sharing messages waiting to be judged (share.go)
+	answers   *answerLimiter              // automatic answers sent (answers.go)
 	rotations map[CollectionID]*rotation  // key changes in progress (rotate.go)
 	hook      func(point string)          // crash tests: called at each rotation step boundary
 	keyWait   map[CollectionID]time.Time  // since when each collection's current key has been missing (keyreq.go)
@@ -194,6 +195,7 @@ type outMsg struct {
 	dirty    bool
 	kind     msgKind    // of an envelope: what it holds
 	ids      [][32]byte // of an envelope: the IDs of its writes or statements
+	auto     bool       // an automatic answer: pushed after the device's own messages (answers.go)
 }
 
 // heldMsg is a data message held for a missing dependency (§8.3), with
@@ -264,6 +266,7 @@ func New(cfg Config) (*Device, error) {
 	d.chans[d.id.HomeTag] = &channel{tag: d.id.HomeTag, key: d.id.HomeKey}
 	d.chans[d.id.InboxTag] = &channel{tag: d.id.InboxTag, role: roleInbox}
 	d.share = newShares()
+	d.answers = newAnswerLimiter()
 	d.rotations = map[CollectionID]*rotation{}
 	d.finishing = map[CollectionID]flightNote{}
 	d.keyWait = map[CollectionID]time.Time{}

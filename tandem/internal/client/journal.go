@@ -106,6 +106,7 @@ type SavedOut struct {
 	Dirty    bool
 	Kind     uint8  // of an envelope: what it holds
 	Writes   []byte // of an envelope: its write or statement IDs, 32 bytes each
+	Auto     bool   // an automatic answer (answers.go)
 }
 
 func joinIDs(ids [][32]byte) []byte {
@@ -125,7 +126,7 @@ func splitIDs(b []byte) [][32]byte {
 }
 
 func savedOut(m outMsg) SavedOut {
-	return SavedOut{Seq: m.seq, Channel: m.channel, Envelope: m.envelope, Rec: m.rec, Dirty: m.dirty, Kind: uint8(m.kind), Writes: joinIDs(m.ids)}
+	return SavedOut{Seq: m.seq, Channel: m.channel, Envelope: m.envelope, Rec: m.rec, Dirty: m.dirty, Kind: uint8(m.kind), Writes: joinIDs(m.ids), Auto: m.auto}
 }
 
 // SavedHeld is a message held for a missing dependency, with its envelope

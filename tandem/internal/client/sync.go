@@ -133,13 +133,21 @@ func (d *Device) ensure(ctx context.Context, s hub.Store) error {
 	return nil
 }
 
-// push publishes the outbox in order, after pull: an envelope the folder
+// push publishes the outbox after pull, the device's own messages in order
+// first, then automatic answers in order (answers.go): an envelope the folder
 // already holds (by H(envelope), §10.2, §10.4: appended by an earlier run
 // whose answer was lost, or by another device) is not appended again.
 // Each append is committed to the journal with the message it made.
 func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	d.mu.Lock()
-	out := append([]outMsg(nil), d.outbox...)
+	out := make([]outMsg, 0, len(d.outbox))
+	for _, auto := range []bool{false, true} {
+		for _, m := range d.outbox {
+			if m.auto == auto {
+				out = append(out, m)
+			}
+		}
+	}
 	d.mu.Unlock()
 	for _, m := range out {
 		if m.dirty {

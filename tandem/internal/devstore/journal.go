@@ -92,7 +92,7 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		}
 	}
 	for _, o := range d.OutAdd {
-		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes) VALUES(?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes); err != nil {
+		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes, auto) VALUES(?, ?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes, o.Auto); err != nil {
 			return err
 		}
 	}
@@ -280,12 +280,12 @@ func (r *source) Msgs(ctx context.Context, fn func(client.SavedMsg) error) error
 }
 
 func (r *source) Outbox(ctx context.Context, fn func(client.SavedOut) error) error {
-	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
+	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes, auto FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
 		var o client.SavedOut
 		var seq int64
 		var kind int
 		var rec []byte
-		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes); err != nil {
+		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes, &o.Auto); err != nil {
 			return err
 		}
 		o.Seq, o.Kind = uint64(seq), uint8(kind)

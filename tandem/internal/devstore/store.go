@@ -11,7 +11,7 @@
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
 //	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB, size INTEGER, first_seen INTEGER)   in rowid order
-//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB)
+//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB, auto INTEGER)
 //	held(id TEXT PRIMARY KEY, channel TEXT, envelope BLOB, first_seen INTEGER)
 //	rotations(coll BLOB PRIMARY KEY, step, payload, key, inventory, old_epoch, old_key)   the §11.6 journal
 //
@@ -106,10 +106,12 @@ CREATE TABLE held(id TEXT PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB NOT 
 CREATE TABLE rotations(coll BLOB PRIMARY KEY, step INTEGER NOT NULL, payload BLOB NOT NULL, key BLOB NOT NULL, inventory BLOB NOT NULL, old_epoch BLOB NOT NULL, old_key BLOB NOT NULL);
 `,
 	// 2: a message refused for a holding bound keeps its size and first
-	// sighting (tandem/internal/client bounds.go).
+	// sighting (tandem/internal/client bounds.go); an outbox entry says
+	// whether it is an automatic answer (answers.go).
 	1: `
 ALTER TABLE msgs ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE msgs ADD COLUMN first_seen INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE outbox ADD COLUMN auto INTEGER NOT NULL DEFAULT 0;
 `,
 }
 
