@@ -56,6 +56,25 @@ type Options struct {
 	// locally and read from the hub again later; their hub messages are
 	// never destroyed because of it.
 	HoldFor time.Duration
+	// Limits bound what a hub participant can make the device hold and
+	// download (§9.4, §10.6); a zero field means its default (see the
+	// package documentation, "Bounds").
+	Limits Limits
+}
+
+// Limits are a device's bounds on what others post: messages held for a
+// missing roster statement, inventory fragments held before assembly, and
+// the bytes of one download. A message refused for a bound is remembered
+// with the time it was first seen and not downloaded again until the bound
+// frees.
+type Limits struct {
+	MaxHeld                       int // held messages over the device (default 4,096)
+	MaxHeldBytes                  int // held envelope bytes over the device (default 32 MiB)
+	MaxHeldPerCollection          int // held messages of one collection (default 1,024)
+	MaxHeldBytesPerCollection     int // held envelope bytes of one collection (default 8 MiB)
+	MaxFragmentBytes              int // inventory fragment bytes over the device (default 32 MiB)
+	MaxFragmentBytesPerCollection int // inventory fragment bytes of one collection (default 8 MiB)
+	FetchBatchBytes               int // bytes of one download (default 4 MiB)
 }
 
 // DefaultBudget is a device's default hub budget: the bindings' login rate
@@ -222,7 +241,10 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 	if err != nil {
 		return newErr(CodeStorage, err, "the device's database is damaged")
 	}
-	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db, HoldFor: d.opts.HoldFor, ReadOnlyFor: d.opts.ReadOnlyFor})
+	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db, HoldFor: d.opts.HoldFor, ReadOnlyFor: d.opts.ReadOnlyFor,
+		MaxHeld: d.opts.Limits.MaxHeld, MaxHeldBytes: d.opts.Limits.MaxHeldBytes, MaxHeldPerCollection: d.opts.Limits.MaxHeldPerCollection,
+		MaxHeldBytesPerCollection: d.opts.Limits.MaxHeldBytesPerCollection, MaxFragmentBytes: d.opts.Limits.MaxFragmentBytes,
+		MaxFragmentBytesPerCollection: d.opts.Limits.MaxFragmentBytesPerCollection, FetchBatchBytes: d.opts.Limits.FetchBatchBytes})
 	if err != nil {
 		return newErr(CodeInternal, err, "cannot start the device")
 	}

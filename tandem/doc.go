@@ -47,6 +47,22 @@
 // and sign anything, so verifying again would cost seconds per open and
 // protect nothing (docs/decisions/tandem-device-store.md).
 //
+// # Bounds
+//
+// Anyone with the hub credential can post to the hub, and members can post
+// within their role (§3.1). What they post costs the device no more than
+// fixed bounds, each per collection and over the device, set in
+// Options.Limits (zero fields take these defaults):
+//
+//	messages held for a missing roster statement   1,024 and 8 MiB per collection; 4,096 and 32 MiB per device
+//	inventory fragments held before assembly       8 MiB per collection; 32 MiB per device
+//	one download from the hub                       4 MiB (256 messages); one over 1 MiB is never downloaded
+//
+// A message a bound refuses is remembered, with the time it was first
+// seen (the 30-day holding limit of §9.4 counts from then), and is not
+// downloaded again until the bound frees; honest messages that need no
+// holding keep arriving meanwhile. docs/decisions/tandem-client-bounds.md.
+//
 // # Hubs
 //
 // A Hub is the descriptor of §13.1, read with ParseHub from its JSON form

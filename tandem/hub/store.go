@@ -33,6 +33,11 @@ type Cursor []byte
 type Added struct {
 	ID      ID
 	Channel string // the Tandem-Channel value, unfolded and trimmed (§10.4)
+	// Size is the stored message's size in bytes as the server reports it
+	// (IMAP RFC822.SIZE, JMAP size); 0 when the binding does not know it.
+	// A reader uses it to bound what one fetch downloads and to refuse a
+	// message over [MaxMessage] without downloading it (§10.6).
+	Size int64
 }
 
 // Changes is everything that changed in the folder since a cursor.

@@ -152,6 +152,11 @@ func testAppendChangesFetch(t *testing.T, h Harness) {
 			t.Errorf("id %s: channel %q, want %q", id, got[id], ch)
 		}
 	}
+	for _, a := range c1.Added { // a size, when reported, is the whole message's
+		if a.Size != 0 && (a.Size < int64(hub.BodySize(len(envs[a.ID]))) || a.Size >= hub.MaxMessage) {
+			t.Errorf("id %s: size %d for an envelope of %d bytes", a.ID, a.Size, len(envs[a.ID]))
+		}
+	}
 	ids := make([]hub.ID, 0, 4)
 	for _, a := range c1.Added {
 		ids = append(ids, a.ID)

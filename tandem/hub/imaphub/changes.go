@@ -260,7 +260,7 @@ func (c *conn) changes(ctx context.Context, mailbox string, identity [16]byte, s
 		}
 		uids := known.uids()
 		for _, a := range added {
-			out.Added = append(out.Added, hub.Added{ID: makeID(sel.uidValidity, a.uid), Channel: a.channel})
+			out.Added = append(out.Added, hub.Added{ID: makeID(sel.uidValidity, a.uid), Channel: a.channel, Size: a.size})
 			uids = append(uids, a.uid)
 		}
 		known, last = setOf(uids), max(last, maxUID)
@@ -319,9 +319,10 @@ func subtract(s uidSet, gone []uint32) uidSet {
 type newMessage struct {
 	uid     uint32
 	channel string
+	size    int64 // RFC822.SIZE
 }
 
-// fetchNew runs UID FETCH <from>:* (UID BODY.PEEK[HEADER.FIELDS
+// fetchNew runs UID FETCH <from>:* (UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS
 // (Tandem-Channel …)]), ignoring a returned UID below from (n:* always
 // returns the last message). Messages without the header are skipped but
 // count for the last UID. The other header fields Fetch needs come in the
@@ -329,7 +330,7 @@ type newMessage struct {
 func (c *conn) fetchNew(ctx context.Context, from uint32, hc *headerCache) ([]newMessage, uint32, error) {
 	var out []newMessage
 	var maxUID uint32
-	line := fmt.Sprintf("UID FETCH %d:* (UID BODY.PEEK[HEADER.FIELDS (%s)])", from, changesFields)
+	line := fmt.Sprintf("UID FETCH %d:* (UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS (%s)])", from, changesFields)
 	err := c.cmd(ctx, "changes", line, func(r *response) error {
 		if r.name != "FETCH" {
 			return nil
@@ -347,7 +348,7 @@ func (c *conn) fetchNew(ctx context.Context, from uint32, hc *headerCache) ([]ne
 			return nil // not a Tandem message (§10.4)
 		}
 		if hi.channel != "" {
-			out = append(out, newMessage{uid: f.uid, channel: hi.channel})
+			out = append(out, newMessage{uid: f.uid, channel: hi.channel, size: f.size})
 		}
 		return nil
 	})

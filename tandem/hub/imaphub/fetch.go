@@ -13,6 +13,7 @@ import (
 // fetched is one FETCH response's items that this package asks for.
 type fetched struct {
 	uid      uint32
+	size     int64  // RFC822.SIZE; 0 if absent
 	header   []byte // BODY[HEADER.FIELDS (…)]; nil if absent or NIL
 	text     []byte // BODY[TEXT]; nil if absent or NIL
 	hasText  bool   // BODY[TEXT] was in the answer (maybe "": an empty body)
@@ -105,6 +106,7 @@ const (
 	itemUID
 	itemHeader // BODY[HEADER.FIELDS (…)]
 	itemText   // BODY[TEXT]
+	itemSize   // RFC822.SIZE
 )
 
 func fetchItemKind(name []byte) int {
@@ -114,6 +116,8 @@ func fetchItemKind(name []byte) int {
 		return itemUID
 	case equalFold(name, "BODY[TEXT]"):
 		return itemText
+	case equalFold(name, "RFC822.SIZE"):
+		return itemSize
 	case len(name) >= len(header) && equalFold(name[:len(header)], header):
 		return itemHeader
 	}
@@ -130,16 +134,23 @@ func (rd *reader) fetchValue(f *fetched, kind int) (bad, err error) {
 	case kind == itemOther:
 		_, err := rd.value(1)
 		return nil, err
-	case kind == itemUID:
+	case kind == itemUID || kind == itemSize:
 		if c == '(' || c == '"' || c == '{' || c == '~' {
 			v, err := rd.value(1)
-			return fmt.Errorf("FETCH UID %v", v), err
+			return fmt.Errorf("FETCH number %v", v), err
 		}
 		a, err := rd.atomBytes()
 		if err != nil {
 			return nil, err
 		}
 		n, ok := parseUint32(a)
+		if kind == itemSize {
+			if !ok {
+				return fmt.Errorf("FETCH RFC822.SIZE %q", a), nil
+			}
+			f.size = int64(n)
+			return nil, nil
+		}
 		if !ok || n == 0 {
 			return fmt.Errorf("FETCH UID %q", a), nil
 		}

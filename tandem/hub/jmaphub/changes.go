@@ -27,9 +27,10 @@ type emailMeta struct {
 	ID         string          `json:"id"`
 	MailboxIDs map[string]bool `json:"mailboxIds"`
 	Channel    *string         `json:"header:Tandem-Channel:asRaw"`
+	Size       int64           `json:"size"`
 }
 
-var metaProperties = []string{"id", "mailboxIds", "header:Tandem-Channel:asRaw"}
+var metaProperties = []string{"id", "mailboxIds", "header:Tandem-Channel:asRaw", "size"}
 
 // Changes reports what changed in the Tandem mailbox since the cursor
 // (§10.2 changes): Email/changes since the cursor's state, repeated while
@@ -139,7 +140,7 @@ func (st *Store) incremental(ctx context.Context, mb string, cur *cursor) (hub.C
 		case in && !known[m.ID]:
 			if ch, ok := m.channel(); ok {
 				known[m.ID] = true
-				out.Added = append(out.Added, hub.Added{ID: hub.ID(m.ID), Channel: ch})
+				out.Added = append(out.Added, hub.Added{ID: hub.ID(m.ID), Channel: ch, Size: max(m.Size, 0)})
 			}
 		case !in && known[m.ID]:
 			delete(known, m.ID)

@@ -51,9 +51,9 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 	var stateResp struct {
 		State string `json:"state"`
 	}
-	present := make(map[string]string) // id -> channel
-	var order []string                 // present ids in query order
-	seen := make(map[string]bool)      // every id a page listed
+	present := make(map[string]hub.Added) // id -> channel and size
+	var order []string                    // present ids in query order
+	seen := make(map[string]bool)         // every id a page listed
 	anchor := ""
 	limit := min(resyncPage, st.s.maxObjectsInGet)
 	for first := true; ; first = false {
@@ -95,7 +95,7 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 				continue
 			}
 			if ch, ok := m.channel(); ok && m.MailboxIDs[mb] {
-				present[m.ID] = ch
+				present[m.ID] = hub.Added{ID: hub.ID(m.ID), Channel: ch, Size: max(m.Size, 0)}
 				order = append(order, m.ID)
 			}
 		}
@@ -122,7 +122,7 @@ func (st *Store) resyncOnce(ctx context.Context, mb string, cur *cursor) (hub.Ch
 
 // diffKnown turns the set of messages present in the mailbox into changes
 // against the cursor's known ids.
-func diffKnown(cur *cursor, present map[string]string, order []string, server, acct, mb, state string) hub.Changes {
+func diffKnown(cur *cursor, present map[string]hub.Added, order []string, server, acct, mb, state string) hub.Changes {
 	known := cur.knownSet()
 	var out hub.Changes
 	for _, id := range cur.Known {
@@ -132,7 +132,7 @@ func diffKnown(cur *cursor, present map[string]string, order []string, server, a
 	}
 	for _, id := range order {
 		if !known[id] {
-			out.Added = append(out.Added, hub.Added{ID: hub.ID(id), Channel: present[id]})
+			out.Added = append(out.Added, present[id])
 		}
 	}
 	next := &cursor{V: cursorVersion, Server: server, Account: acct, Mailbox: mb, State: state, Known: keys(present)}

@@ -209,7 +209,7 @@ func (c *Store) Changes(ctx context.Context, since hub.Cursor) (hub.Changes, err
 		switch {
 		case !e.removed && e.channel != "":
 			added[e.id] = len(out.Added)
-			out.Added = append(out.Added, hub.Added{ID: e.id, Channel: e.channel})
+			out.Added = append(out.Added, hub.Added{ID: e.id, Channel: e.channel, Size: int64(len(c.srv.folders[hub.Folder][e.id]))})
 		case !e.removed:
 			// not a Tandem message: never reported
 		default:

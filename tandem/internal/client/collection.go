@@ -32,7 +32,7 @@ func (d *Device) CreateCollection(name string) (CollectionID, error) {
 	}
 	st := chg.Statement
 	cid := CollectionID(roster.CollectionID(st.ID()))
-	coll := newCollection(cid)
+	coll := newCollection(cid, d.bounds.chainOptions())
 	if err := coll.chain.Add(st, roster.Origin{}); err != nil {
 		return CollectionID{}, err
 	}

@@ -56,6 +56,19 @@ type Config struct {
 	// FetchBatch is the number of messages per Fetch; zero means
 	// DefaultFetchBatch.
 	FetchBatch int
+	// MaxHeldBytes, MaxHeldPerCollection and MaxHeldBytesPerCollection
+	// bound the messages held for a missing dependency in bytes over the
+	// device, and in number and bytes per collection; MaxFragmentBytes and
+	// MaxFragmentBytesPerCollection bound inventory fragments held before
+	// assembly; FetchBatchBytes bounds the bytes of one Fetch. Zero means
+	// the Default of the same name (bounds.go). A message refused for a
+	// bound is remembered and not downloaded again until the bound frees.
+	MaxHeldBytes                  int
+	MaxHeldPerCollection          int
+	MaxHeldBytesPerCollection     int
+	MaxFragmentBytes              int
+	MaxFragmentBytesPerCollection int
+	FetchBatchBytes               int
 	// DeviceID, when set, is this installation's device ID, kept from an
 	// earlier run (§5.3); nil picks a new random one.
 	DeviceID *suite.DeviceID
@@ -95,8 +108,7 @@ type Device struct {
 	rand        io.Reader
 	log         *slog.Logger
 	name        string
-	maxHeld     int
-	batch       int
+	bounds      bounds
 	holdFor     time.Duration
 	readOnlyFor time.Duration
 
@@ -117,6 +129,7 @@ type Device struct {
 	outbox    []outMsg
 	outSeq    uint64
 	share     *shares                     // sharing messages waiting to be judged (share.go)
+	answers   *answerLimiter              // automatic answers sent (answers.go)
 	rotations map[CollectionID]*rotation  // key changes in progress (rotate.go)
 	hook      func(point string)          // crash tests: called at each rotation step boundary
 	keyWait   map[CollectionID]time.Time  // since when each collection's current key has been missing (keyreq.go)
@@ -155,6 +168,10 @@ type msgInfo struct {
 	kind    msgKind
 	rec     [16]byte   // the record of a record-state message
 	writes  [][32]byte // the IDs of its writes (§10.7 domination, §12.2 healing)
+	size    int64      // the size Changes reported, or the envelope's once fetched
+	// Of a message refused for a holding bound (MsgRefused, bounds.go):
+	firstSeen time.Time // when it was first downloaded (§9.4)
+	level     int       // the usage that refused it (refusalLevel)
 }
 
 // msgKind says what a fetched kind-1 message holds.
@@ -178,6 +195,7 @@ type outMsg struct {
 	dirty    bool
 	kind     msgKind    // of an envelope: what it holds
 	ids      [][32]byte // of an envelope: the IDs of its writes or statements
+	auto     bool       // an automatic answer: pushed after the device's own messages (answers.go)
 }
 
 // heldMsg is a data message held for a missing dependency (§8.3), with
@@ -214,8 +232,7 @@ func New(cfg Config) (*Device, error) {
 		rand:    cfg.Rand,
 		log:     cfg.Logger,
 		name:    cfg.Name,
-		maxHeld: cfg.MaxHeld,
-		batch:   cfg.FetchBatch,
+		bounds:  newBounds(&cfg),
 		colls:   map[CollectionID]*collection{},
 		chans:   map[string]*channel{},
 		msgs:    map[hub.ID]*msgInfo{},
@@ -225,12 +242,6 @@ func New(cfg Config) (*Device, error) {
 	}
 	if d.log == nil {
 		d.log = slog.Default()
-	}
-	if d.maxHeld <= 0 {
-		d.maxHeld = DefaultMaxHeld
-	}
-	if d.batch <= 0 {
-		d.batch = DefaultFetchBatch
 	}
 	d.readOnlyFor = cfg.ReadOnlyFor
 	if d.readOnlyFor <= 0 {
@@ -255,6 +266,7 @@ func New(cfg Config) (*Device, error) {
 	d.chans[d.id.HomeTag] = &channel{tag: d.id.HomeTag, key: d.id.HomeKey}
 	d.chans[d.id.InboxTag] = &channel{tag: d.id.InboxTag, role: roleInbox}
 	d.share = newShares()
+	d.answers = newAnswerLimiter()
 	d.rotations = map[CollectionID]*rotation{}
 	d.finishing = map[CollectionID]flightNote{}
 	d.keyWait = map[CollectionID]time.Time{}
@@ -372,10 +384,10 @@ func (d *Device) follow(coll *collection, epoch, key [32]byte) *channel {
 	return ch
 }
 
-func newCollection(id CollectionID) *collection {
+func newCollection(id CollectionID, opts roster.Options) *collection {
 	return &collection{
 		id:      id,
-		chain:   roster.NewChain([16]byte(id), roster.Options{}),
+		chain:   roster.NewChain([16]byte(id), opts),
 		state:   record.NewState(record.NewValidator(record.Rules{Scope: id})),
 		epochs:  map[[32]byte][32]byte{},
 		checked: map[[32]byte]bool{},

@@ -29,7 +29,10 @@
 // signature (§5.5), follows the roster chain (§9.4), judges data writes by
 // roster eligibility (§8.3) and merges (§9.3). Bad input is rejected whole,
 // per message, with a *RejectError in the report, and changes no state;
-// unknown versions and non-envelopes are ignored (§10.4, §15).
+// unknown versions and non-envelopes are ignored (§10.4, §15). Messages
+// held for a missing roster statement and inventory fragments are bounded
+// in bytes and number, per collection and per device (bounds.go,
+// docs/decisions/tandem-client-bounds.md).
 //
 // Decisions where the spec is silent: docs/decisions/tandem-client-*.md,
 // tandem-publishing.md, tandem-rotation.md, tandem-invite-answers.md.

@@ -118,7 +118,7 @@ func (d *Device) followMemberships() bool {
 		}
 		coll := d.colls[c]
 		if coll == nil {
-			coll = newCollection(c)
+			coll = newCollection(c, d.bounds.chainOptions())
 			d.colls[c] = coll
 		}
 		for _, el := range d.home.Members(rec, fieldKeys) {

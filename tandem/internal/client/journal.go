@@ -35,6 +35,7 @@ const (
 	MsgOwn                      // appended by this device after the saved cursor: the next Changes lists it, or it was destroyed meanwhile
 	MsgPending                  // a sharing message waiting for a decision or a dependency; read again after a restart
 	MsgAnswered                 // a join request answered: destroyed after the push
+	MsgRefused                  // refused for a holding bound: not downloaded again until the bound frees (bounds.go)
 )
 
 // Delta is one atomic change of a device's persisted state.
@@ -89,6 +90,10 @@ type SavedMsg struct {
 	Kind    uint8    // what the message holds (0 until fetched)
 	Rec     [16]byte // the record of a record-state message
 	Writes  []byte   // the IDs of its writes, 32 bytes each
+	// Of a message refused for a holding bound: its size and when it was
+	// first seen (§9.4).
+	Size      int64
+	FirstSeen time.Time
 }
 
 // SavedOut is one outbox entry: a sealed envelope, or (Envelope nil) a
@@ -101,6 +106,7 @@ type SavedOut struct {
 	Dirty    bool
 	Kind     uint8  // of an envelope: what it holds
 	Writes   []byte // of an envelope: its write or statement IDs, 32 bytes each
+	Auto     bool   // an automatic answer (answers.go)
 }
 
 func joinIDs(ids [][32]byte) []byte {
@@ -120,7 +126,7 @@ func splitIDs(b []byte) [][32]byte {
 }
 
 func savedOut(m outMsg) SavedOut {
-	return SavedOut{Seq: m.seq, Channel: m.channel, Envelope: m.envelope, Rec: m.rec, Dirty: m.dirty, Kind: uint8(m.kind), Writes: joinIDs(m.ids)}
+	return SavedOut{Seq: m.seq, Channel: m.channel, Envelope: m.envelope, Rec: m.rec, Dirty: m.dirty, Kind: uint8(m.kind), Writes: joinIDs(m.ids), Auto: m.auto}
 }
 
 // SavedHeld is a message held for a missing dependency, with its envelope

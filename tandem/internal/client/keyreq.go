@@ -52,11 +52,17 @@ func (d *Device) answerKeyReqs() {
 		if !ok {
 			continue
 		}
-		if m, member := r.State().Member(k.by); member {
-			if err := d.sendGrant(coll, r, k.by, m.UKA, ""); err != nil {
+		m, member := r.State().Member(k.by)
+		uka, removedAt, removed := removal(r, k.by)
+		switch {
+		case !member && !removed:
+		case !d.mayAnswer(k.coll, k.by, answerKeyReq):
+			// a copy answered moments ago, or over the answer rate
+		case member:
+			if err := d.grant(coll, r, k.by, m.UKA, "", true); err != nil {
 				d.log.Warn("tandem/client: answering a key request", "err", err)
 			}
-		} else if uka, removedAt, ok := removal(r, k.by); ok {
+		default:
 			d.sendRosterReply(k, uka, r, removedAt)
 		}
 		d.mark(id, MsgDone)
@@ -96,7 +102,7 @@ func (d *Device) sendRosterReply(k *keyReq, uka [32]byte, r *roster.Roster, remo
 	}
 	pt, err := json.Marshal(map[string]any{"type": "roster", "c": tjson.Bytes(k.coll[:]), "statements": payloads})
 	if err == nil {
-		err = d.queueInbox(k.by, uka, pt)
+		err = d.sealInbox(k.by, uka, pt, true)
 	}
 	if err != nil {
 		d.log.Warn("tandem/client: answering a removed user's key request", "err", err)

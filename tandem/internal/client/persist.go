@@ -59,7 +59,7 @@ func (d *Device) mark(id hub.ID, state MsgState) {
 	}
 	info.done = state != MsgTodo
 	info.state = state
-	d.delta.Msgs = append(d.delta.Msgs, SavedMsg{ID: id, Channel: info.channel, State: state, Hash: info.hash, Kind: uint8(info.kind), Rec: info.rec, Writes: joinIDs(info.writes)})
+	d.delta.Msgs = append(d.delta.Msgs, SavedMsg{ID: id, Channel: info.channel, State: state, Hash: info.hash, Kind: uint8(info.kind), Rec: info.rec, Writes: joinIDs(info.writes), Size: info.size, FirstSeen: info.firstSeen})
 }
 
 // Source is a device's persisted state, read back by Restore in the order
@@ -223,7 +223,7 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		if m.State == MsgPending {
 			m.State = MsgTodo // judged again from the hub: what waited lived in memory
 		}
-		info := &msgInfo{channel: m.Channel, done: m.State != MsgTodo, state: m.State, hash: m.Hash, kind: msgKind(m.Kind), rec: m.Rec}
+		info := &msgInfo{channel: m.Channel, done: m.State != MsgTodo, state: m.State, hash: m.Hash, kind: msgKind(m.Kind), rec: m.Rec, size: m.Size, firstSeen: m.FirstSeen}
 		info.writes = splitIDs(m.Writes)
 		d.msgs[m.ID] = info
 		if m.Hash != ([32]byte{}) {
@@ -235,7 +235,7 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		return fmt.Errorf("tandem/client: restore messages: %w", err)
 	}
 	err = src.Outbox(ctx, func(o SavedOut) error {
-		d.outbox = append(d.outbox, outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope, rec: o.Rec, dirty: o.Dirty, kind: msgKind(o.Kind), ids: splitIDs(o.Writes)})
+		d.outbox = append(d.outbox, outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope, rec: o.Rec, dirty: o.Dirty, kind: msgKind(o.Kind), ids: splitIDs(o.Writes), auto: o.Auto})
 		d.outSeq = max(d.outSeq, o.Seq)
 		return nil
 	})
@@ -256,6 +256,11 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 	})
 	if err != nil {
 		return fmt.Errorf("tandem/client: restore held: %w", err)
+	}
+	for _, m := range d.msgs { // what refused them, as it stands now (bounds.go)
+		if ch := d.chans[m.channel]; m.state == MsgRefused && ch != nil {
+			m.level = d.refusalLevel(m, ch.coll)
+		}
 	}
 	return nil
 }

@@ -251,7 +251,7 @@ func (d *Device) heal(dry bool) (records, statements int) {
 	rosterOnHub := map[placed]bool{}
 	fragsOnHub := map[string]int{} // live inventory fragments, by channel
 	for _, m := range d.msgs {
-		if m.state == MsgTodo || m.state == MsgRejected {
+		if m.state == MsgTodo || m.state == MsgRejected || m.state == MsgRefused {
 			continue
 		}
 		switch m.kind {

@@ -336,7 +336,9 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 			// by another request): the device that made it says so.
 			if inv := d.inviteByID(j.Invite); inv != nil && inv.mine && r.Owner() == d.id.UID {
 				if err := d.inviteOpen(inv, r); err != nil {
-					if err := d.decline(j, whyShut(err)); err != nil {
+					if !d.mayAnswer(j.Collection, j.UID, answerDecline) {
+						d.answer(id) // over the answer rate: destroyed unanswered
+					} else if err := d.declineAs(j, whyShut(err), true); err != nil {
 						d.log.Warn("tandem/client: declining a request on a closed invite", "err", err)
 					} else {
 						rep.Declined++
@@ -394,9 +396,12 @@ func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 	case r.Owner() != d.id.UID:
 		return fmt.Errorf("%w: %w", ErrInvite, ErrNotOwner)
 	}
-	if m, member := r.State().Member(j.UID); member {
-		_ = m
-		return d.sendGrant(coll, r, j.UID, j.UKA, j.ID) // again: a crash between admitting and granting (§11.3)
+	if _, member := r.State().Member(j.UID); member {
+		if !d.mayAnswer(j.Collection, j.UID, answerRegrant) {
+			d.answer(j.ID) // a copy answered moments ago: destroyed unanswered
+			return nil
+		}
+		return d.grant(coll, r, j.UID, j.UKA, j.ID, true) // again: a crash between admitting and granting (§11.3)
 	}
 	if err := d.inviteOpen(inv, r); err != nil {
 		if !inv.mine {
@@ -407,7 +412,11 @@ func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 		// why, so the joiner stops waiting; the owner's other devices keep
 		// quiet, so the joiner gets one answer
 		// (docs/decisions/tandem-invite-answers.md).
-		if derr := d.decline(j, whyShut(err)); derr != nil {
+		if !d.mayAnswer(j.Collection, j.UID, answerDecline) {
+			d.answer(j.ID) // over the answer rate: destroyed unanswered
+			return nil
+		}
+		if derr := d.declineAs(j, whyShut(err), true); derr != nil {
 			return derr
 		}
 		d.log.Info("tandem/client: declined a join request", "collection", j.Collection, "err", err)
@@ -512,6 +521,12 @@ func (d *Device) queueStatement(coll *collection, st *roster.Statement) error {
 // uka (§11.4), after everything already queued (the statement it names
 // goes first), and marks the request answered. d.mu is held.
 func (d *Device) sendGrant(coll *collection, r *roster.Roster, uid, uka [32]byte, req hub.ID) error {
+	return d.grant(coll, r, uid, uka, req, false)
+}
+
+// grant queues a grant (§11.4); auto marks an automatic answer, pushed
+// after the device's own messages (answers.go). d.mu is held.
+func (d *Device) grant(coll *collection, r *roster.Roster, uid, uka [32]byte, req hub.ID, auto bool) error {
 	key, ok := coll.epochs[r.Epoch()]
 	if !ok {
 		ep := r.Epoch()
@@ -524,7 +539,7 @@ func (d *Device) sendGrant(coll *collection, r *roster.Roster, uid, uka [32]byte
 	if err != nil {
 		return err
 	}
-	if err := d.queueInbox(uid, uka, pt); err != nil {
+	if err := d.sealInbox(uid, uka, pt, auto); err != nil {
 		return err
 	}
 	d.answer(req)
@@ -532,12 +547,18 @@ func (d *Device) sendGrant(coll *collection, r *roster.Roster, uid, uka [32]byte
 }
 
 func (d *Device) queueInbox(uid, uka [32]byte, pt []byte) error {
+	return d.sealInbox(uid, uka, pt, false)
+}
+
+// sealInbox queues pt sealed to uid's inbox; auto marks an automatic
+// answer. d.mu is held.
+func (d *Device) sealInbox(uid, uka [32]byte, pt []byte, auto bool) error {
 	tag := suite.InboxTag(uid)
 	env, err := suite.SealInbox(uka, tag, pt)
 	if err != nil {
 		return err
 	}
-	d.enqueue(outMsg{channel: tag, envelope: env})
+	d.enqueue(outMsg{channel: tag, envelope: env, auto: auto})
 	return nil
 }
 
@@ -592,7 +613,7 @@ func (d *Device) destroyAnswered(ctx context.Context, s hub.Store) error {
 func (d *Device) judgeGrant(g *grant) (done, followed bool, err error) {
 	coll := d.colls[g.coll]
 	if coll == nil {
-		coll = newCollection(g.coll)
+		coll = newCollection(g.coll, d.bounds.chainOptions())
 		d.colls[g.coll] = coll
 	}
 	tag := suite.CollectionTag(g.k, g.epoch)

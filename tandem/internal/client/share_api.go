@@ -271,7 +271,10 @@ func (d *Device) Decline(id string) error {
 // decline queues a decline of request j to the requester's inbox, with
 // why (one of the Why constants; "" for the owner's own decision), and
 // marks the request answered. d.mu is held.
-func (d *Device) decline(j *JoinRequest, why string) error {
+func (d *Device) decline(j *JoinRequest, why string) error { return d.declineAs(j, why, false) }
+
+// declineAs is decline; auto marks an automatic answer (answers.go).
+func (d *Device) declineAs(j *JoinRequest, why string, auto bool) error {
 	m := map[string]any{"type": "declined", "c": tjson.Bytes(j.Collection[:]), "i": tjson.Bytes(j.Invite[:])}
 	if why != "" {
 		m["why"] = why
@@ -280,7 +283,7 @@ func (d *Device) decline(j *JoinRequest, why string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.queueInbox(j.UID, j.UKA, pt); err != nil {
+	if err := d.sealInbox(j.UID, j.UKA, pt, auto); err != nil {
 		return err
 	}
 	d.answer(j.ID)

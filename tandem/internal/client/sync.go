@@ -25,6 +25,7 @@ type SyncReport struct {
 	Destroyed int // dominated messages destroyed (§10.7)
 	Healed    int // records and statements published again because the hub lacked them (§12.2)
 	Declined  int // join requests on an invite that no longer admits, answered with a decline (§11.3)
+	Refused   int // messages refused for a holding bound: remembered, not downloaded again until it frees
 	Rejected  []*RejectError
 }
 
@@ -132,13 +133,21 @@ func (d *Device) ensure(ctx context.Context, s hub.Store) error {
 	return nil
 }
 
-// push publishes the outbox in order, after pull: an envelope the folder
+// push publishes the outbox after pull, the device's own messages in order
+// first, then automatic answers in order (answers.go): an envelope the folder
 // already holds (by H(envelope), §10.2, §10.4: appended by an earlier run
 // whose answer was lost, or by another device) is not appended again.
 // Each append is committed to the journal with the message it made.
 func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	d.mu.Lock()
-	out := append([]outMsg(nil), d.outbox...)
+	out := make([]outMsg, 0, len(d.outbox))
+	for _, auto := range []bool{false, true} {
+		for _, m := range d.outbox {
+			if m.auto == auto {
+				out = append(out, m)
+			}
+		}
+	}
 	d.mu.Unlock()
 	for _, m := range out {
 		if m.dirty {
@@ -192,17 +201,22 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	if err != nil {
 		return err
 	}
-	deferred := map[hub.ID]bool{} // not processed this time (held limit)
+	deferred := map[hub.ID]bool{} // refused during this pull: not downloaded again in it
 	defer d.fetching.Store(0)
 	defer d.fetched.Store(0)
 	for {
-		todo := d.todo(deferred)
+		todo := d.todo(deferred, rep)
 		if len(todo) == 0 {
 			break
 		}
 		d.fetching.Add(int64(len(todo)))
-		for start := 0; start < len(todo); start += d.batch {
-			batch := todo[start:min(start+d.batch, len(todo))]
+		for len(todo) > 0 {
+			n := d.bounds.nextBatch(todo)
+			batch := make([]hub.ID, n)
+			for i, it := range todo[:n] {
+				batch[i] = it.id
+			}
+			todo = todo[n:]
 			bodies, err := s.Fetch(ctx, batch)
 			if err != nil {
 				return fmt.Errorf("tandem/client: fetch: %w", err)
@@ -235,9 +249,10 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 }
 
 // evictHeld drops held messages older than the holding limit (§9.4): they
-// are marked unread, so a later Sync that finds them still on the hub
-// fetches and judges them again, holding them afresh. Nothing is destroyed
-// on the hub. It reports how many it evicted. d.mu is held.
+// are remembered as refused with the time they were first seen, so a later
+// Sync downloads one again only once its collection gained a roster
+// statement (bounds.go), not on every Sync. Nothing is destroyed on the
+// hub. It reports how many it evicted. d.mu is held.
 func (d *Device) evictHeld() int {
 	cutoff := d.now().Add(-d.holdFor)
 	kept := d.held[:0]
@@ -245,7 +260,7 @@ func (d *Device) evictHeld() int {
 	for _, h := range d.held {
 		if h.seen.Before(cutoff) {
 			d.delta.HeldDel = append(d.delta.HeldDel, h.id)
-			d.mark(h.id, MsgTodo)
+			d.refuse(h.id, h.ch.coll, kindRecord, len(h.env), h.seen)
 			n++
 			continue
 		}
@@ -313,7 +328,7 @@ func (d *Device) index(ch hub.Changes) {
 	}
 	for _, a := range ch.Added {
 		if _, ok := d.msgs[a.ID]; !ok {
-			d.msgs[a.ID] = &msgInfo{channel: a.Channel}
+			d.msgs[a.ID] = &msgInfo{channel: a.Channel, size: a.Size}
 			d.order = append(d.order, a.ID)
 			d.mark(a.ID, MsgTodo)
 		}
@@ -344,16 +359,31 @@ func (d *Device) compact() {
 }
 
 // todo lists the unprocessed messages of followed channels, in the order
-// the hub reported them.
-func (d *Device) todo(deferred map[hub.ID]bool) []hub.ID {
+// the hub reported them, with the messages refused for a holding bound that
+// now fit it (bounds.go) and were not refused during this pull. A message
+// the hub says is over the message limit is ignored without being
+// downloaded (§10.6).
+func (d *Device) todo(deferred map[hub.ID]bool, rep *SyncReport) []fetchItem {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []hub.ID
+	var out []fetchItem
 	for _, id := range d.order {
 		m, ok := d.msgs[id]
-		if ok && !m.done && !deferred[id] && d.chans[m.channel] != nil {
-			out = append(out, id)
+		if !ok || deferred[id] || d.chans[m.channel] == nil {
+			continue
 		}
+		switch {
+		case m.state == MsgRefused && !d.mayRetry(m):
+			continue
+		case m.state != MsgRefused && m.done:
+			continue
+		case tooLarge(m.size):
+			rep.Ignored++
+			d.mark(id, MsgDone)
+			d.log.Info("tandem/client: message over the size limit ignored without downloading it", "id", id, "size", m.size)
+			continue
+		}
+		out = append(out, fetchItem{id: id, size: m.size})
 	}
 	return out
 }
@@ -383,9 +413,10 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 		}
 		switch {
 		case errors.Is(err, errLater):
-			d.mark(b.ID, MsgTodo)
 			deferred[b.ID] = true
-			d.log.Info("tandem/client: holding limit reached; the message is read again later", "id", b.ID, "err", err)
+			rep.Refused++
+			d.refuse(b.ID, d.chans[b.Channel].coll, kindFragment, len(b.Envelope), d.now())
+			d.log.Info("tandem/client: holding limit reached; the message is read again once it frees", "id", b.ID, "err", err)
 		case errors.Is(err, errStashed):
 			// a sharing message, judged after the pull (share.go)
 		case errors.Is(err, errIgnore):
@@ -472,6 +503,9 @@ func (d *Device) open(b hub.Body) (*opened, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := d.fragmentRoom(ch.coll, len(f.Bytes)); err != nil {
+			return nil, err
+		}
 		err = ch.coll.chain.AddFragmentIn(f, ch.epoch)
 		if errors.Is(err, roster.ErrLimit) {
 			return nil, fmt.Errorf("%w: %w", errLater, err) // not final: read again later (§9.4)
@@ -492,14 +526,19 @@ func (d *Device) settle(o *opened, err error, rep *SyncReport, deferred map[hub.
 		rep.Applied++
 		d.mark(o.id, MsgDone)
 	case errors.Is(err, errHeld):
-		if len(d.held) >= d.maxHeld {
-			// Not kept: read it again from the hub in a later Sync.
-			d.mark(o.id, MsgTodo)
+		seen := d.now()
+		if m := d.msgs[o.id]; m != nil && !m.firstSeen.IsZero() {
+			seen = m.firstSeen // refused before: §9.4 counts from the first sighting
+		}
+		if !d.heldRoom(o.ch.coll, len(o.env)) {
+			// Not kept, and not downloaded again until the bound frees.
 			deferred[o.id] = true
+			rep.Refused++
+			d.refuse(o.id, o.ch.coll, kindRecord, len(o.env), seen)
 			d.log.Warn("tandem/client: held-message limit reached", "id", o.id, "err", ErrHeldFull)
 			return
 		}
-		h := &heldMsg{id: o.id, ch: o.ch, hash: o.hash, env: o.env, seen: d.now(), data: o.data}
+		h := &heldMsg{id: o.id, ch: o.ch, hash: o.hash, env: o.env, seen: seen, data: o.data}
 		d.held = append(d.held, h)
 		d.mark(o.id, MsgHeld)
 		d.delta.HeldAdd = append(d.delta.HeldAdd, SavedHeld{ID: h.id, Channel: h.ch.tag, Envelope: h.env, FirstSeen: h.seen})

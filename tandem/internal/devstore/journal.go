@@ -72,13 +72,13 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		}
 	}
 	if len(d.Msgs) > 0 {
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO msgs(id, channel, state, hash, kind, rec, writes) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash, kind = excluded.kind, rec = excluded.rec, writes = excluded.writes")
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO msgs(id, channel, state, hash, kind, rec, writes, size, first_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET state = excluded.state, hash = excluded.hash, kind = excluded.kind, rec = excluded.rec, writes = excluded.writes, size = excluded.size, first_seen = excluded.first_seen")
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, m := range d.Msgs {
-			if _, err := stmt.ExecContext(ctx, string(m.ID), m.Channel, int(m.State), m.Hash[:], int(m.Kind), m.Rec[:], m.Writes); err != nil {
+			if _, err := stmt.ExecContext(ctx, string(m.ID), m.Channel, int(m.State), m.Hash[:], int(m.Kind), m.Rec[:], m.Writes, m.Size, unixMilli(m.FirstSeen)); err != nil {
 				return err
 			}
 		}
@@ -92,7 +92,7 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		}
 	}
 	for _, o := range d.OutAdd {
-		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes) VALUES(?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes); err != nil {
+		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes, auto) VALUES(?, ?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes, o.Auto); err != nil {
 			return err
 		}
 	}
@@ -261,14 +261,18 @@ func (r *source) Fragments(ctx context.Context, fn func(client.SavedFragment) er
 }
 
 func (r *source) Msgs(ctx context.Context, fn func(client.SavedMsg) error) error {
-	return r.each(ctx, "SELECT id, channel, state, hash, kind, rec, writes FROM msgs ORDER BY rowid", nil, func(rows *sql.Rows) error {
+	return r.each(ctx, "SELECT id, channel, state, hash, kind, rec, writes, size, first_seen FROM msgs ORDER BY rowid", nil, func(rows *sql.Rows) error {
 		var id, ch string
 		var st, kind int
 		var h, rec, ws []byte
-		if err := rows.Scan(&id, &ch, &st, &h, &kind, &rec, &ws); err != nil {
+		var size, seen int64
+		if err := rows.Scan(&id, &ch, &st, &h, &kind, &rec, &ws, &size, &seen); err != nil {
 			return err
 		}
-		m := client.SavedMsg{ID: hub.ID(id), Channel: ch, State: client.MsgState(st), Kind: uint8(kind), Writes: ws}
+		m := client.SavedMsg{ID: hub.ID(id), Channel: ch, State: client.MsgState(st), Kind: uint8(kind), Writes: ws, Size: size}
+		if seen != 0 {
+			m.FirstSeen = time.UnixMilli(seen)
+		}
 		copy(m.Hash[:], h)
 		copy(m.Rec[:], rec)
 		return fn(m)
@@ -276,12 +280,12 @@ func (r *source) Msgs(ctx context.Context, fn func(client.SavedMsg) error) error
 }
 
 func (r *source) Outbox(ctx context.Context, fn func(client.SavedOut) error) error {
-	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
+	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes, auto FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
 		var o client.SavedOut
 		var seq int64
 		var kind int
 		var rec []byte
-		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes); err != nil {
+		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes, &o.Auto); err != nil {
 			return err
 		}
 		o.Seq, o.Kind = uint64(seq), uint8(kind)
@@ -352,4 +356,12 @@ func (s *DB) Prune(ctx context.Context, keep func(id [32]byte) bool) (int, error
 		}
 	}
 	return len(drop), tx.Commit()
+}
+
+// unixMilli is t in Unix milliseconds, 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

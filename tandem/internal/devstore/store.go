@@ -4,14 +4,14 @@
 // change committed atomically) and client.Source (everything read back on
 // open). See docs/decisions/tandem-device-store.md.
 //
-// Schema (version 1, PRAGMA user_version; PRAGMA application_id 'FRYT'):
+// Schema (version 2, PRAGMA user_version; PRAGMA application_id 'FRYT'):
 //
 //	meta(k TEXT PRIMARY KEY, v BLOB)           device_id, hlc, cursor, uid, hub, ...
 //	writes(wid BLOB PRIMARY KEY, scope BLOB, stored BLOB)   kept writes, record.AppendStored
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
-//	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB)   in rowid order
-//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB)
+//	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB, size INTEGER, first_seen INTEGER)   in rowid order
+//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB, auto INTEGER)
 //	held(id TEXT PRIMARY KEY, channel TEXT, envelope BLOB, first_seen INTEGER)
 //	rotations(coll BLOB PRIMARY KEY, step, payload, key, inventory, old_epoch, old_key)   the §11.6 journal
 //
@@ -30,7 +30,7 @@ import (
 )
 
 // Version is the schema version this package writes.
-const Version = 1
+const Version = 2
 
 // appID marks a Ferry device database ('FRYT'), so that another SQLite
 // file is never taken for one.
@@ -104,6 +104,14 @@ CREATE TABLE msgs(id TEXT PRIMARY KEY, channel TEXT NOT NULL, state INTEGER NOT 
 CREATE TABLE outbox(seq INTEGER PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB, rec BLOB, dirty INTEGER NOT NULL, kind INTEGER NOT NULL, writes BLOB);
 CREATE TABLE held(id TEXT PRIMARY KEY, channel TEXT NOT NULL, envelope BLOB NOT NULL, first_seen INTEGER NOT NULL);
 CREATE TABLE rotations(coll BLOB PRIMARY KEY, step INTEGER NOT NULL, payload BLOB NOT NULL, key BLOB NOT NULL, inventory BLOB NOT NULL, old_epoch BLOB NOT NULL, old_key BLOB NOT NULL);
+`,
+	// 2: a message refused for a holding bound keeps its size and first
+	// sighting (tandem/internal/client bounds.go); an outbox entry says
+	// whether it is an automatic answer (answers.go).
+	1: `
+ALTER TABLE msgs ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE msgs ADD COLUMN first_seen INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE outbox ADD COLUMN auto INTEGER NOT NULL DEFAULT 0;
 `,
 }
 

@@ -110,3 +110,8 @@ func (c *Chain) SetInventory(epoch [32]byte, b []byte) error {
 // although fragments matching its commitment were assembled: the owner
 // committed to bytes that are not a canonical inventory.
 func (c *Chain) InventoryError(epoch [32]byte) error { return c.invErrs[epoch] }
+
+// FragmentBytes returns what the inventory fragments held before assembly
+// are charged against Limits.MaxFragmentBytes: their bytes plus a small
+// fixed cost each.
+func (c *Chain) FragmentBytes() int { return c.frags.used }
