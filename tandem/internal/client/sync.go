@@ -25,6 +25,8 @@ type SyncReport struct {
 	Destroyed int // dominated messages destroyed (§10.7)
 	Healed    int // records and statements published again because the hub lacked them (§12.2)
 	Declined  int // join requests on an invite that no longer admits, answered with a decline (§11.3)
+	Refused   int // the user's own writes newly refused by the group's rules and kept aside (refused.go)
+	Excluded  int // other users' writes that left the state: the current epoch does not accept them (§11.6)
 	Rejected  []*RejectError
 }
 
@@ -87,10 +89,13 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 		}
 	}
 	d.mu.Lock()
-	d.resignAll()
+	reread := d.settleAll(rep)
 	d.takeOverFlights()
 	err = d.commitSynced()
 	d.mu.Unlock()
+	if err == nil && reread > 0 { // what the writes taken out had superseded (refused.go)
+		err = d.pull(ctx, s, rep)
+	}
 	if err != nil {
 		return rep, err
 	}
