@@ -347,3 +347,63 @@ func asError(err error, e **Error) bool {
 	*e = x
 	return ok
 }
+
+// Defect 6 of issue 22: a deleted list takes nobody in. Every owner device
+// refuses to make an invite; a request waiting for approval when the list
+// was deleted, and one made afterwards on an old link, are declined with
+// the reason, and the owner's devices list no request (§11.9).
+func TestDeletedListRefusesJoins(t *testing.T) { epochNets(t, testDeletedListRefusesJoins) }
+
+func testDeletedListRefusesJoins(t *testing.T, n epochNet) {
+	s := shareStory(t, n.opts)
+	link, err := s.j1.Invite(s.c, InviteOptions{Link: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	dee := openT(t, t.TempDir()+"/dee", n.opts("Dee"))
+	defer dee.Close()
+	eve := openT(t, t.TempDir()+"/eve", n.opts("Eve"))
+	defer eve.Close()
+	if _, err := dee.Join(t.Context(), link.Payload, "Dee"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, dee)
+	syncT(t, s.j1)
+	syncT(t, s.j2)
+	if len(s.j1.Requests(s.c)) != 1 {
+		t.Fatalf("Dee's request before the deletion: %+v", s.j1.Requests(s.c))
+	}
+	if err := s.j1.DeleteCollection(t.Context(), s.c); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.j2)
+	for i, d := range []*Device{s.j1, s.j2} {
+		if _, err := d.Invite(s.c, InviteOptions{}); CodeOf(err) != CodeNotWritable {
+			t.Fatalf("owner device %d made an invite to a deleted list: %v", i, err)
+		}
+	}
+	if _, err := eve.Join(t.Context(), link.Payload, "Eve"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, eve)
+	for range 2 {
+		for _, d := range []*Device{s.j1, s.j2, dee, eve} {
+			syncT(t, d)
+		}
+	}
+	for i, d := range []*Device{s.j1, s.j2} {
+		if reqs := d.Requests(s.c); len(reqs) != 0 {
+			t.Fatalf("owner device %d lists requests to a deleted list: %+v", i, reqs)
+		}
+	}
+	for name, d := range map[string]*Device{"Dee": dee, "Eve": eve} {
+		if d.Membership(s.c) != MembershipDeclined || d.WhyDeclined(s.c) != DeclineEnded {
+			t.Fatalf("%s: %s, declined for %q", name, d.Membership(s.c), d.WhyDeclined(s.c))
+		}
+		if msg := d.WhyDeclined(s.c).Message("Jesper", "House"); !strings.Contains(msg, "House was deleted") {
+			t.Fatalf("%s is told %q", name, msg)
+		}
+	}
+}
