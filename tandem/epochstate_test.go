@@ -407,3 +407,50 @@ func testDeletedListRefusesJoins(t *testing.T, n epochNet) {
 		}
 	}
 }
+
+// Defect 3 of issue 22: Aimee, removed, destroys the old channel's
+// messages, the announcement among them, before Ben (a writer) syncs. Ben
+// moves on his verified grant and the roster in the new channel (§11.6),
+// publishes his next edit where Aimee can't read it, and puts the
+// announcement back, so Aimee's device learns she was removed.
+func TestMoveOnVerifiedGrant(t *testing.T) { epochNets(t, testMoveOnVerifiedGrant) }
+
+func testMoveOnVerifiedGrant(t *testing.T, n epochNet) {
+	s := shareStory(t, n.opts)
+	if err := s.j1.SetRole(t.Context(), s.c, s.be.UserID(), RoleWriter); err != nil {
+		t.Fatal(err)
+	}
+	paint, _ := s.j1.NewRecord(s.c, map[string][]byte{"title": []byte("Paint")})
+	s.syncAll(1)
+	epoch0, _ := epochOf(s.ai, s.c)
+	tag0, _, _ := s.ai.eng.EpochChannel([16]byte(s.c), epoch0)
+	if err := s.j1.RemoveMember(t.Context(), s.c, s.ai.UserID()); err != nil {
+		t.Fatal(err)
+	}
+	if destroyChannel(t, n.raw, tag0) == 0 {
+		t.Fatal("nothing in the old channel to destroy")
+	}
+	syncT(t, s.be)
+	syncT(t, s.be)
+	if e, _ := epochOf(s.be, s.c); e == epoch0 {
+		t.Fatal("Ben stayed in the old epoch: a verified grant did not move him")
+	}
+	if err := s.be.SetString(s.c, paint, "note", "for members only"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, s.be)
+	// Aimee, holding the old key, reads what the hub has: Ben's edit is
+	// not in her channel, and the announcement is back there.
+	syncT(t, s.ai)
+	if r, _ := s.ai.Record(s.c, paint); r.Get("note") != "" {
+		t.Fatalf("Ben published his edit where the removed member reads: %+v", r)
+	}
+	if st, _ := s.ai.CollectionState(s.c); st != StateRemoved {
+		t.Fatalf("Aimee's state: %s; the announcement was not healed", st)
+	}
+	s.syncAll(2)
+	if r, _ := s.j2.Record(s.c, paint); r.Get("note") != "for members only" {
+		t.Fatalf("Ben's edit did not reach Jesper: %+v", r)
+	}
+	sameState(t, s.c, s.j1, s.j2, s.be)
+}

@@ -639,6 +639,9 @@ func (d *Device) judgeGrant(g *grant) (done, followed bool, err error) {
 	if !ok {
 		return false, false, nil // the genesis has not arrived: held
 	}
+	if !r.Contains(g.at) && r.Owner() == g.owner {
+		r = d.announcedByGrant(coll, g)
+	}
 	switch {
 	case r.Owner() != g.owner:
 		err = fmt.Errorf("%w: the collection was not created by the inviter (§11.4)", ErrGrant)
@@ -792,3 +795,27 @@ func randomBytes(r io.Reader, n int) ([]byte, error) {
 }
 
 func hubID(s string) hub.ID { return hub.ID(s) }
+
+// announcedByGrant takes a grant verified as the owner's as proof that its
+// statement was announced (§11.6: a device learns of the change "from the
+// announcement in the old channel, or from a verified grant and the roster
+// in the new channel"; grants are sent only after the announcement,
+// §11.4): the draft read in the new channel becomes a successor, and the
+// journal keeps it as announced. Healing then puts the missing
+// announcement back in the old channel (§12.2, publish.go heal). It
+// returns the roster as the chain now follows it. d.mu is held.
+func (d *Device) announcedByGrant(coll *collection, g *grant) *roster.Roster {
+	coll.chain.Announce(g.at)
+	coll.chain.Announce(g.epoch)
+	r, _ := coll.chain.Roster()
+	if !r.Contains(g.at) {
+		return r // the roster in the new channel has not been read yet: held
+	}
+	for _, st := range r.Statements() {
+		if id := st.ID(); id == g.at || id == g.epoch {
+			d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, [32]byte{}, st.Body(), st.Sig()))
+		}
+	}
+	d.log.Info("tandem/client: moved to a new epoch on a verified grant; the old channel lacked its announcement", "collection", coll.id)
+	return r
+}
