@@ -158,6 +158,9 @@ func (d *Device) Name(c CollectionID) ([]Value, error) {
 
 // Rename renames a collection (only its owner may, §8.3).
 func (d *Device) Rename(c CollectionID, name string) error {
+	if err := d.renameErr(c); err != nil {
+		return err
+	}
 	return d.write(c, record.Change{Record: roster.MetaRecordID(), Field: client.MetaNameField, Op: suite.OpAssign, Value: []byte(name)})
 }
 
@@ -225,6 +228,8 @@ func (d *Device) editErr(err error) error {
 	switch {
 	case errors.Is(err, client.ErrUnknownCollection):
 		return newErr(CodeNotFound, err, "no such list on this device")
+	case errors.Is(err, roster.ErrMetaNotOwner):
+		return newErr(CodeNotWritable, err, "only the list's owner can rename it")
 	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "not the owner or a writer"):
 		return newErr(CodeNotWritable, err, "you can only read this list")
 	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "deleted"):

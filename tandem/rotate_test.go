@@ -71,8 +71,17 @@ func runRotationStory(t *testing.T, s *sharing) {
 	if st, _ := s.ai.CollectionState(s.c); st != StateRemoved {
 		t.Fatalf("Aimee's state after removal: %s", st)
 	}
-	if r, _ := s.ai.Record(s.c, paint); r.Get("note") != "Aimee's unsent edit" {
-		t.Fatalf("Aimee's unsent edit is not kept locally: %+v", r)
+	// Her unsent edit is kept aside for her, not shown as part of the list
+	// (§11.6: "kept for the app instead of being published").
+	if r, _ := s.ai.Record(s.c, paint); r.Get("note") != "" {
+		t.Fatalf("Aimee's refused edit is shown as part of the list: %+v", r)
+	}
+	if ref, err := s.ai.Refused(s.c); err != nil || len(ref) != 1 || string(ref[0].Value()) != "Aimee's unsent edit" ||
+		ref[0].Why() != RefusedRemoved || ref[0].Record() != paint || ref[0].Field() != "note" {
+		t.Fatalf("Aimee's unsent edit is not kept aside: %v %+v", err, ref)
+	}
+	if st := s.ai.Status(); st.Refused != 1 || st.Pending != 0 {
+		t.Fatalf("Aimee's status: %d refused, %d pending; want 1 and 0", st.Refused, st.Pending)
 	}
 	if err := s.ai.SetString(s.c, paint, "note", "after removal"); CodeOf(err) != CodeNotWritable {
 		t.Fatalf("Aimee wrote after her removal: %v", err)

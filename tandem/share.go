@@ -362,6 +362,7 @@ const (
 	DeclineUsedUp  DeclineReason = "used"    // the invite had no uses left
 	DeclineExpired DeclineReason = "expired" // the invite had expired
 	DeclineClosed  DeclineReason = "closed"  // the invite was closed (or someone it admitted was removed, §11.1)
+	DeclineEnded   DeclineReason = "ended"   // the list was deleted, or can't take anyone in any more (§11.8, §11.9)
 )
 
 // WhyDeclined returns why the request to join collection c was declined
@@ -384,6 +385,8 @@ func (d *Device) WhyDeclined(c CollectionID) DeclineReason {
 		return DeclineExpired
 	case why == client.WhyClosed:
 		return DeclineClosed
+	case why == client.WhyEnded:
+		return DeclineEnded
 	}
 	return DeclineByOwner
 }
@@ -405,6 +408,11 @@ func (r DeclineReason) Message(owner, list string) string {
 		return "This invite has expired." + ask
 	case DeclineClosed:
 		return "This invite is no longer open." + ask
+	case DeclineEnded:
+		if list == "" {
+			return "This list was deleted or can't take anyone in any more."
+		}
+		return list + " was deleted or can't take anyone in any more."
 	}
 	if list == "" {
 		return who + " declined your request to join."

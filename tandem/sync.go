@@ -34,6 +34,11 @@ type SyncReport struct {
 	Destroyed int // messages made redundant by a newer one, destroyed (§10.7)
 	Healed    int // records and statements published again because the hub lacked them (§12.2)
 	Declined  int // join requests on an invite that no longer admits (used up, expired, closed), answered with a decline
+	// Refused counts this device's own edits the group newly refused
+	// (Device.Refused lists them); Excluded, other members' writes that
+	// left this device's lists because the current epoch does not accept
+	// them (§11.6): a value or a delete shown before may be gone.
+	Refused, Excluded int
 }
 
 // Sync publishes what this device wrote and merges what the hub holds
@@ -53,9 +58,10 @@ func (d *Device) Sync(ctx context.Context) (SyncReport, error) {
 	rep, err := eng.SyncWith(ctx, s)
 	out := SyncReport{}
 	if rep != nil {
-		out = SyncReport{Published: rep.Published, Fetched: rep.Fetched, Applied: rep.Applied, Rejected: len(rep.Rejected), Held: rep.Held, Destroyed: rep.Destroyed, Healed: rep.Healed, Declined: rep.Declined}
+		out = SyncReport{Published: rep.Published, Fetched: rep.Fetched, Applied: rep.Applied, Rejected: len(rep.Rejected), Held: rep.Held, Destroyed: rep.Destroyed, Healed: rep.Healed, Declined: rep.Declined,
+			Refused: rep.Refused, Excluded: rep.Excluded}
 	}
-	if out.Applied > 0 || out.Published > 0 {
+	if out.Applied > 0 || out.Published > 0 || out.Refused > 0 || out.Excluded > 0 {
 		d.notify()
 	}
 	if err != nil {
@@ -146,6 +152,7 @@ type Status struct {
 	Waiting  int       // messages waiting for a roster statement or inventory (§8.3)
 	Healed   int       // records and statements published again since the device was opened (§12.2)
 	Rejected int       // messages refused since the device was opened (logged)
+	Refused  int       // this device's own edits the group would not accept, kept aside (Device.Refused)
 	Err      error     // the last attempt's error (*Error), nil after a success
 	// Received and Receiving are the running sync's progress reading the
 	// hub: messages read so far, of those it has to read (0 of 0 when no
@@ -159,7 +166,7 @@ func (d *Device) Status() Status {
 	defer d.mu.Unlock()
 	got, of := d.eng.Fetching()
 	return Status{Offline: d.status.offline, Online: d.status.watching && !d.status.offline, LastSync: d.status.lastSync,
-		Pending: d.eng.Pending(), Waiting: d.eng.Held(), Healed: d.status.healed, Rejected: d.status.rejected, Err: d.status.lastErr,
+		Pending: d.eng.Pending(), Refused: d.eng.RefusedCount(), Waiting: d.eng.Held(), Healed: d.status.healed, Rejected: d.status.rejected, Err: d.status.lastErr,
 		Received: got, Receiving: of}
 }
 

@@ -190,6 +190,10 @@ func (d *Device) Write(c CollectionID, change record.Change) (*record.Write, err
 	if err != nil {
 		return nil, err
 	}
+	if r, _ := coll.chain.Roster(); change.Record == roster.MetaRecordID() && r.Owner() != d.id.UID {
+		// Refused up front: the group accepts _meta only from the owner (§8.3).
+		return nil, fmt.Errorf("%w: %w", ErrNotWritable, roster.ErrMetaNotOwner)
+	}
 	ws, m, err := d.buildRecord(coll.state, w, ch, []record.Change{change})
 	if err != nil {
 		return nil, err

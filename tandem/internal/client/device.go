@@ -216,6 +216,13 @@ type collection struct {
 	state   *record.State
 	epochs  map[[32]byte][32]byte // epoch ID → key, from home (§6.2)
 	checked map[[32]byte]bool     // epochs whose key matched its commitment (§5.7)
+	// refused holds the user's own writes the group would not accept,
+	// kept aside for the app (refused.go); settled is the roster head the
+	// state was last judged under, settledFull whether with the current
+	// epoch's inventory.
+	refused     map[[32]byte]Refused
+	settled     [32]byte
+	settledFull bool
 }
 
 // New makes a device of the user whose secret is cfg.Secret, with a new
@@ -391,6 +398,7 @@ func newCollection(id CollectionID, opts roster.Options) *collection {
 		state:   record.NewState(record.NewValidator(record.Rules{Scope: id})),
 		epochs:  map[[32]byte][32]byte{},
 		checked: map[[32]byte]bool{},
+		refused: map[[32]byte]Refused{},
 	}
 }
 

@@ -170,8 +170,8 @@ func TestHeldFloodBoundedByBytes(t *testing.T) {
 			f.victim.mu.Lock()
 			collN, collBytes, _, _ := f.victim.heldUsage(f.victim.colls[f.c])
 			f.victim.mu.Unlock()
-			if collBytes > bound || collN == 0 || rep.Refused == 0 {
-				t.Fatalf("held %d messages of %d bytes (bound %d), refused %d: %+v", collN, collBytes, bound, rep.Refused, rep)
+			if collBytes > bound || collN == 0 || rep.OverBound == 0 {
+				t.Fatalf("held %d messages of %d bytes (bound %d), refused %d: %+v", collN, collBytes, bound, rep.OverBound, rep)
 			}
 			if !f.victimHas(t, rec, "Paint the door") {
 				t.Fatal("the honest edit did not arrive during the flood")
@@ -278,7 +278,7 @@ func TestFragmentFloodNotRefetched(t *testing.T) {
 			f.victim.mu.Lock()
 			used := f.victim.colls[f.c].chain.FragmentBytes()
 			f.victim.mu.Unlock()
-			if used == 0 || used > bound || rep.Refused == 0 || !f.victimHas(t, rec, "Sweep") {
+			if used == 0 || used > bound || rep.OverBound == 0 || !f.victimHas(t, rec, "Sweep") {
 				t.Fatalf("fragments held %d bytes (bound %d): %+v", used, bound, rep)
 			}
 			if rep := syncT(t, f.victim); rep.Fetched != 0 {

@@ -139,6 +139,9 @@ func (d *Device) Restore(ctx context.Context, src Source) error {
 	}
 	d.cursor = cur
 	d.delta = Delta{}
+	for _, coll := range d.colls {
+		d.settleState(coll, &SyncReport{}) // the rule, for what was loaded (refused.go); its marks are saved at the next commit
+	}
 	return nil
 }
 
@@ -167,7 +170,7 @@ func (d *Device) restoreOtherWrites(ctx context.Context, src Source) error {
 					continue // a collection no longer followed
 				}
 				var w *record.Write
-				if w, err = coll.state.Validator().Reload(r.b, r.id); err == nil {
+				if w, err = coll.state.Validator().Reload(r.b, r.id); err == nil && !d.restoreRefused(coll, w) {
 					coll.state.Add(w)
 				}
 			}
@@ -291,6 +294,9 @@ func (d *Device) Kept(fn func(id [32]byte)) {
 	for _, c := range d.colls {
 		for w := range c.state.All() {
 			fn(w.ID())
+		}
+		for id := range c.refused {
+			fn(id)
 		}
 	}
 }

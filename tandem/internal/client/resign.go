@@ -12,9 +12,11 @@ import (
 // first statement of the epoch listing the user as owner or writer. Every
 // device of the user produces the same bytes (Ed25519 is deterministic),
 // and a replaced write is never a candidate (only kept writes are). A write
-// that cannot be signed again (no such statement, the vector limit) stays
-// local, for the app. It reports how many writes it signed. d.mu is held.
-func (d *Device) resignAll() int {
+// that cannot be signed again (no such statement, the vector limit), or
+// whose new signature the group would still refuse, is refused and kept
+// aside for the app (refused.go). It reports how many writes it signed.
+// d.mu is held.
+func (d *Device) resignAll(rep *SyncReport) int {
 	n := 0
 	for _, coll := range d.colls {
 		r, ok := coll.chain.Roster()
@@ -39,10 +41,15 @@ func (d *Device) resignAll() int {
 			continue
 		}
 		w := &record.Writer{Key: d.id.SignKey, Device: d.dev, Clock: d.clock, Ref: ref, Epoch: epoch}
+		failed := map[[32]byte]RefusedWhy{}
 		for _, old := range cands {
 			x, err := coll.state.Validator().Resign(w, old)
+			if err == nil {
+				err = coll.chain.Accepts(x)
+			}
 			if err != nil {
 				d.log.Warn("tandem/client: a write could not be signed again; kept for the app", "err", err)
+				failed[old.ID()] = refusedWhy(r, d.id.UID, err)
 				continue
 			}
 			d.keep(coll.state, x)
@@ -50,6 +57,10 @@ func (d *Device) resignAll() int {
 				d.enqueue(outMsg{channel: ch.tag, rec: x.Record(), dirty: true})
 			}
 			n++
+		}
+		if len(failed) > 0 {
+			gone := coll.state.Drop(func(w *record.Write) bool { _, ok := failed[w.ID()]; return ok })
+			d.takeOut(coll, gone, failed, rep)
 		}
 	}
 	return n

@@ -51,7 +51,20 @@ const (
 	WhyUsedUp  = "used"
 	WhyExpired = "expired"
 	WhyClosed  = "closed"
+	WhyEnded   = "ended" // the collection was deleted or can't be administered any more (§11.8, §11.9)
 )
+
+// ended reports why collection coll takes nobody in any more: deleted by
+// its owner (§11.9), or dead or stalled (§9.4, §11.8); nil while live.
+func ended(coll *collection, r *roster.Roster) error {
+	switch {
+	case coll.chain.Status() != roster.StatusFollowing:
+		return fmt.Errorf("%w: dead: can't be administered any more (§11.8)", ErrNotWritable)
+	case r.State().Deleted:
+		return fmt.Errorf("%w: deleted (§11.9)", ErrNotWritable)
+	}
+	return nil
+}
 
 // whyShut names the reason of an inviteOpen error.
 func whyShut(err error) string {
@@ -224,7 +237,7 @@ func (d *Device) stashInbox(b hub.Body, ch *channel) error {
 	case "declined":
 		if state == stateReq && d.regString(d.home, rec, fInvite) == string(p.I[:]) && d.regString(d.home, rec, fDeclined) != "1" {
 			why := p.Why
-			if why != WhyUsedUp && why != WhyExpired && why != WhyClosed {
+			if why != WhyUsedUp && why != WhyExpired && why != WhyClosed && why != WhyEnded {
 				why = "" // the owner's, or a newer reason
 			}
 			if err := d.homeChanges([]record.Change{{Record: rec, Field: fDeclined, Op: suite.OpAssign, Value: []byte("1")},
@@ -327,6 +340,16 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 	}
 	for id, j := range d.share.pending { // admitted elsewhere, or by another owner device
 		if r, ok := d.colls[j.Collection].chainRoster(); ok {
+			if ended(d.colls[j.Collection], r) != nil && r.Owner() == d.id.UID { // deleted or dead meanwhile
+				delete(d.share.pending, id)
+				d.mark(id, MsgDone)
+				if err := d.decline(j, WhyEnded); err != nil {
+					d.log.Warn("tandem/client: declining a request on an ended collection", "err", err)
+				} else {
+					rep.Declined++
+				}
+				continue
+			}
 			if _, member := r.State().Member(j.UID); member {
 				delete(d.share.pending, id)
 				d.mark(id, MsgDone)
@@ -395,6 +418,17 @@ func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 		return fmt.Errorf("%w: unknown invite or collection", ErrInvite)
 	case r.Owner() != d.id.UID:
 		return fmt.Errorf("%w: %w", ErrInvite, ErrNotOwner)
+	}
+	if err := ended(coll, r); err != nil {
+		// Nobody is let in any more: every owner device says so, so the
+		// joiner stops waiting even if the device that made the invite is
+		// gone (a decline is only a hint, §11.4; a second one is harmless).
+		if derr := d.decline(j, WhyEnded); derr != nil {
+			return derr
+		}
+		d.log.Info("tandem/client: declined a join request: the collection ended", "collection", j.Collection, "err", err)
+		rep.Declined++
+		return nil
 	}
 	if _, member := r.State().Member(j.UID); member {
 		if !d.mayAnswer(j.Collection, j.UID, answerRegrant) {
@@ -625,6 +659,9 @@ func (d *Device) judgeGrant(g *grant) (done, followed bool, err error) {
 	if !ok {
 		return false, false, nil // the genesis has not arrived: held
 	}
+	if !r.Contains(g.at) && r.Owner() == g.owner {
+		r = d.announcedByGrant(coll, g)
+	}
 	switch {
 	case r.Owner() != g.owner:
 		err = fmt.Errorf("%w: the collection was not created by the inviter (§11.4)", ErrGrant)
@@ -771,3 +808,27 @@ func randomBytes(r io.Reader, n int) ([]byte, error) {
 }
 
 func hubID(s string) hub.ID { return hub.ID(s) }
+
+// announcedByGrant takes a grant verified as the owner's as proof that its
+// statement was announced (§11.6: a device learns of the change "from the
+// announcement in the old channel, or from a verified grant and the roster
+// in the new channel"; grants are sent only after the announcement,
+// §11.4): the draft read in the new channel becomes a successor, and the
+// journal keeps it as announced. Healing then puts the missing
+// announcement back in the old channel (§12.2, publish.go heal). It
+// returns the roster as the chain now follows it. d.mu is held.
+func (d *Device) announcedByGrant(coll *collection, g *grant) *roster.Roster {
+	coll.chain.Announce(g.at)
+	coll.chain.Announce(g.epoch)
+	r, _ := coll.chain.Roster()
+	if !r.Contains(g.at) {
+		return r // the roster in the new channel has not been read yet: held
+	}
+	for _, st := range r.Statements() {
+		if id := st.ID(); id == g.at || id == g.epoch {
+			d.delta.Statements = append(d.delta.Statements, savedStatement(coll.id, [32]byte{}, st.Body(), st.Sig()))
+		}
+	}
+	d.log.Info("tandem/client: moved to a new epoch on a verified grant; the old channel lacked its announcement", "collection", coll.id)
+	return r
+}

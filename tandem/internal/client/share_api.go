@@ -76,6 +76,8 @@ func (d *Device) CreateInvite(c CollectionID, p InvitePolicy) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownCollection, c)
 	case r.Owner() != d.id.UID:
 		return nil, ErrNotOwner
+	case ended(coll, r) != nil:
+		return nil, ended(coll, r)
 	case p.Role != roster.RoleWriter && p.Role != roster.RoleReader:
 		return nil, fmt.Errorf("%w: role %q", ErrInvite, p.Role)
 	}

@@ -25,7 +25,9 @@ type SyncReport struct {
 	Destroyed int // dominated messages destroyed (§10.7)
 	Healed    int // records and statements published again because the hub lacked them (§12.2)
 	Declined  int // join requests on an invite that no longer admits, answered with a decline (§11.3)
-	Refused   int // messages refused for a holding bound: remembered, not downloaded again until it frees
+	OverBound int // messages refused for a holding bound: remembered, not downloaded again until it frees
+	Refused   int // the user's own writes newly refused by the group's rules and kept aside (refused.go)
+	Excluded  int // other users' writes that left the state: the current epoch does not accept them (§11.6)
 	Rejected  []*RejectError
 }
 
@@ -88,10 +90,13 @@ func (d *Device) SyncWith(ctx context.Context, s hub.Store) (*SyncReport, error)
 		}
 	}
 	d.mu.Lock()
-	d.resignAll()
+	reread := d.settleAll(rep)
 	d.takeOverFlights()
 	err = d.commitSynced()
 	d.mu.Unlock()
+	if err == nil && reread > 0 { // what the writes taken out had superseded (refused.go)
+		err = d.pull(ctx, s, rep)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -414,7 +419,7 @@ func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID
 		switch {
 		case errors.Is(err, errLater):
 			deferred[b.ID] = true
-			rep.Refused++
+			rep.OverBound++
 			d.refuse(b.ID, d.chans[b.Channel].coll, kindFragment, len(b.Envelope), d.now())
 			d.log.Info("tandem/client: holding limit reached; the message is read again once it frees", "id", b.ID, "err", err)
 		case errors.Is(err, errStashed):
@@ -533,7 +538,7 @@ func (d *Device) settle(o *opened, err error, rep *SyncReport, deferred map[hub.
 		if !d.heldRoom(o.ch.coll, len(o.env)) {
 			// Not kept, and not downloaded again until the bound frees.
 			deferred[o.id] = true
-			rep.Refused++
+			rep.OverBound++
 			d.refuse(o.id, o.ch.coll, kindRecord, len(o.env), seen)
 			d.log.Warn("tandem/client: held-message limit reached", "id", o.id, "err", ErrHeldFull)
 			return

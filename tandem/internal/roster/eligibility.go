@@ -195,3 +195,18 @@ func (c *Chain) Resolved(need [32]byte, reason error) bool {
 	}
 	return !errors.Is(c.followed(need, ErrUnknownStatement), ErrHeld)
 }
+
+// Accepts judges a write a state already holds (its signature was checked
+// when it entered) as CheckWrite would in the channel of the roster's
+// current epoch: nil if the group accepts it there today, ErrHeld while
+// that epoch's inventory or a statement is missing, ErrRejected or ErrDead
+// otherwise. It is the rule of what a device's state may hold after an
+// epoch move (§8.3, §11.6): the current epoch's writes and the old writes
+// its inventory lists.
+func (c *Chain) Accepts(w *record.Write) error {
+	if c.roster == nil {
+		return held([32]byte{}, ErrUnknownStatement, "(no roster yet)")
+	}
+	b := w.Body()
+	return c.judgeWrite(&b, w.ID(), c.roster.Epoch())
+}
