@@ -116,28 +116,30 @@ type Device struct {
 
 	fetching, fetched atomic.Int64 // the running pull's messages to read and read so far
 
-	mu        sync.Mutex // guards everything below
-	home      *record.State
-	colls     map[CollectionID]*collection
-	chans     map[string]*channel
-	cursor    hub.Cursor
-	ensured   bool
-	msgs      map[hub.ID]*msgInfo
-	order     []hub.ID
-	byHash    map[[32]byte]hub.ID // fetched or published messages in the folder, by H(envelope)
-	held      []*heldMsg
-	outbox    []outMsg
-	outSeq    uint64
-	share     *shares                     // sharing messages waiting to be judged (share.go)
-	answers   *answerLimiter              // automatic answers sent (answers.go)
-	rotations map[CollectionID]*rotation  // key changes in progress (rotate.go)
-	hook      func(point string)          // crash tests: called at each rotation step boundary
-	keyWait   map[CollectionID]time.Time  // since when each collection's current key has been missing (keyreq.go)
-	finishing map[CollectionID]flightNote // another device's changes this one was asked to finish (§11.7)
-	epochSeen map[CollectionID][32]byte   // the epoch each collection was last published in (resign.go)
-	delta     Delta                       // changes not yet given to the journal
-	broken    error                       // a journal commit failed after memory changed
-	now       func() time.Time
+	mu          sync.Mutex // guards everything below
+	home        *record.State
+	colls       map[CollectionID]*collection
+	chans       map[string]*channel
+	cursor      hub.Cursor
+	ensured     bool
+	msgs        map[hub.ID]*msgInfo
+	order       []hub.ID
+	byHash      map[[32]byte]hub.ID // fetched or published messages in the folder, by H(envelope)
+	held        []*heldMsg
+	outbox      []outMsg
+	outSeq      uint64
+	share       *shares                     // sharing messages waiting to be judged (share.go)
+	answers     *answerLimiter              // automatic answers sent (answers.go)
+	rotations   map[CollectionID]*rotation  // key changes in progress (rotate.go)
+	hook        func(point string)          // crash tests: called at each rotation step boundary
+	keyWait     map[CollectionID]time.Time  // since when each collection's current key has been missing (keyreq.go)
+	finishing   map[CollectionID]flightNote // another device's changes this one was asked to finish (§11.7)
+	epochSeen   map[CollectionID][32]byte   // the epoch each collection was last published in (resign.go)
+	delta       Delta                       // changes not yet given to the journal
+	staged      []Delta                     // what Sync merged, not yet given to the journal (stageSynced)
+	stagedItems int
+	broken      error // a journal commit failed after memory changed
+	now         func() time.Time
 }
 
 // channel is a channel this device follows: home, or one epoch of a

@@ -11,16 +11,19 @@ import (
 // Journal persists a device's changes. The durable device (package tandem)
 // implements it with SQLite; a nil Journal keeps everything in memory.
 //
-// Commit is called with every change of state, before the call that made it
-// returns, and must store the whole Delta atomically or nothing of it. For
-// a local edit (Write, CreateCollection) it is called before the edit enters
-// the in-memory state, so a failed Commit leaves the device unchanged. For
-// what Sync merges it is called once per fetched batch, after the batch was
-// merged in memory; a failed Commit then leaves the device Broken: its
-// memory is ahead of its disk, and the owner must reopen it from the
-// journal (package tandem does so).
+// Commit is called with every change of state, and must store the Deltas,
+// in order, atomically or nothing of them. For a local edit (Write,
+// CreateCollection) it is called before the call that made it returns and
+// before the edit enters the in-memory state, so a failed Commit leaves the
+// device unchanged. What Sync merges is committed after it was merged in
+// memory, several fetched batches per call (at most about syncCommitItems
+// writes and index entries) and before Sync returns; a failed Commit then
+// leaves the device Broken: its memory is ahead of its disk, and the owner
+// must reopen it from the journal (package tandem does so). Nothing is lost
+// when a crash comes before such a commit: the messages it covered are
+// still unread in the journal and are read again.
 type Journal interface {
-	Commit(*Delta) error
+	Commit(...*Delta) error
 }
 
 // MsgState is what a device did with a hub message.

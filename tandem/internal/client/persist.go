@@ -26,14 +26,53 @@ func (d *Device) commit() error {
 	return d.journal.Commit(&x)
 }
 
-// commitSynced commits what Sync merged into memory; a failure breaks the
-// device (see Journal). d.mu is held.
+// commitSynced commits what Sync merged into memory: the staged deltas and
+// the current one, in one transaction; a failure breaks the device (see
+// Journal). d.mu is held.
 func (d *Device) commitSynced() error {
-	if err := d.commit(); err != nil {
+	x := append(d.staged, d.delta)
+	d.staged, d.stagedItems = nil, 0
+	d.delta = Delta{}
+	if d.journal == nil {
+		return nil
+	}
+	xs := make([]*Delta, 0, len(x))
+	for i := range x {
+		if !x[i].empty() {
+			x[i].HLC = d.clock.Last()
+			xs = append(xs, &x[i])
+		}
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	if err := d.journal.Commit(xs...); err != nil {
 		d.broken = err
 		return fmt.Errorf("%w: %w", ErrBroken, err)
 	}
 	return nil
+}
+
+// syncCommitItems is how many writes and message-index entries a pull
+// merges before it commits them: a first sync of a large collection is a
+// few large transactions, not one per fetched batch
+// (docs/decisions/tandem-client-pipeline.md).
+const syncCommitItems = 1 << 16
+
+// stageSynced sets aside what Sync merged into memory for the next
+// commitSynced, and commits once enough is staged. A local edit's commit
+// meanwhile stores only its own delta. d.mu is held.
+func (d *Device) stageSynced() error {
+	if d.delta.empty() {
+		return nil
+	}
+	d.stagedItems += len(d.delta.Writes) + len(d.delta.Msgs)
+	d.staged = append(d.staged, d.delta)
+	d.delta = Delta{}
+	if d.stagedItems < syncCommitItems {
+		return nil
+	}
+	return d.commitSynced()
 }
 
 // usable reports ErrBroken once a commit failed. d.mu is held.
@@ -246,7 +285,7 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		return fmt.Errorf("tandem/client: restore outbox: %w", err)
 	}
 	err = src.Held(ctx, func(h SavedHeld) error {
-		o, err := d.open(hub.Body{ID: h.ID, Channel: h.Channel, Envelope: h.Envelope})
+		o, err := d.open(hub.Body{ID: h.ID, Channel: h.Channel, Envelope: h.Envelope}, nil)
 		if err != nil || o == nil || o.ch.coll == nil {
 			return nil // judged again from the hub
 		}

@@ -201,7 +201,7 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 	}
 	d.mu.Lock()
 	d.index(ch)
-	err = d.commitSynced()
+	err = d.stageSynced()
 	d.mu.Unlock()
 	if err != nil {
 		return err
@@ -215,29 +215,13 @@ func (d *Device) pull(ctx context.Context, s hub.Store, rep *SyncReport) error {
 			break
 		}
 		d.fetching.Add(int64(len(todo)))
-		for len(todo) > 0 {
-			n := d.bounds.nextBatch(todo)
-			batch := make([]hub.ID, n)
-			for i, it := range todo[:n] {
-				batch[i] = it.id
-			}
-			todo = todo[n:]
-			bodies, err := s.Fetch(ctx, batch)
-			if err != nil {
-				return fmt.Errorf("tandem/client: fetch: %w", err)
-			}
-			if len(bodies) != len(batch) {
-				return fmt.Errorf("tandem/client: fetch: %w", &hub.ProtocolError{Op: "fetch", Msg: "wrong number of bodies"})
-			}
-			rep.Fetched += len(bodies)
-			d.fetched.Add(int64(len(bodies)))
+		if err := d.readAll(ctx, s, todo, rep, deferred); err != nil {
 			d.mu.Lock()
-			d.process(bodies, rep, deferred)
-			err = d.commitSynced()
-			d.mu.Unlock()
-			if err != nil {
-				return err
+			if cerr := d.commitSynced(); cerr != nil { // what was merged before the failure
+				err = cerr
 			}
+			d.mu.Unlock()
+			return err
 		}
 	}
 	d.mu.Lock()
@@ -402,16 +386,18 @@ type opened struct {
 	verified []*record.Verified // verifyAll's result
 	verr     error
 	p        *RecordPayload
+	checked  bool               // verified and verr are verifyData's result
 	data     []*record.Verified // a data message's writes, once verifyData passed
 }
 
 // process judges and merges fetched messages: home first, then roster
 // statements, then data, then anything held that may now be judged.
-// d.mu is held.
-func (d *Device) process(bodies []hub.Body, rep *SyncReport, deferred map[hub.ID]bool) {
+// pre[i], when its channel is still the one bodies[i] is read in, is the
+// workers' part of opening bodies[i] (pipeline.go). d.mu is held.
+func (d *Device) process(bodies []hub.Body, pre []preOpened, rep *SyncReport, deferred map[hub.ID]bool) {
 	var homeMsgs, rosterMsgs, dataMsgs []*opened
-	for _, b := range bodies {
-		o, err := d.open(b)
+	for i, b := range bodies {
+		o, err := d.open(b, &pre[i])
 		if info := d.msgs[b.ID]; info != nil && b.Err == nil {
 			info.hash = hub.Hash(b.Envelope)
 			d.byHash[info.hash] = b.ID
@@ -465,9 +451,10 @@ var errLater = errors.New("read again later")
 // errHeld marks a message held for a missing dependency.
 var errHeld = errors.New("held")
 
-// open opens a fetched message's envelope and reads its payload. It returns
-// nil, nil for an inventory fragment it handed to the collection's chain.
-func (d *Device) open(b hub.Body) (*opened, error) {
+// open opens a fetched message's envelope and reads its payload, or takes
+// pre's result of doing so for the same channel. It returns nil, nil for an
+// inventory fragment it handed to the collection's chain.
+func (d *Device) open(b hub.Body, pre *preOpened) (*opened, error) {
 	if b.Err != nil { // gone, not an envelope, unknown version, too large
 		return nil, errIgnore
 	}
@@ -481,7 +468,11 @@ func (d *Device) open(b hub.Body) (*opened, error) {
 	case roleInvite:
 		return nil, d.stashJoin(b, ch)
 	}
-	kind, pt, err := suite.OpenEnvelope(ch.key, ch.tag, b.Envelope)
+	if pre == nil || pre.ch != ch {
+		r := preOpen(ch, d.id.HomeScope, b.Envelope, false)
+		pre = &r
+	}
+	kind, pt, err := pre.kind, pre.pt, pre.err
 	switch {
 	case errors.Is(err, suite.ErrEnvelopeVersion):
 		return nil, errIgnore // §15
@@ -492,11 +483,7 @@ func (d *Device) open(b hub.Body) (*opened, error) {
 	case kind != suite.KindRecord:
 		return nil, errIgnore // kind 3 (requests, notices): sharing is out of scope
 	}
-	scope := d.id.HomeScope
-	if ch.coll != nil {
-		scope = [16]byte(ch.coll.id)
-	}
-	p, err := DecodePayload(pt, scope)
+	p, err := pre.p, pre.perr
 	if err != nil {
 		return nil, err
 	}
@@ -521,7 +508,8 @@ func (d *Device) open(b hub.Body) (*opened, error) {
 		d.delta.Fragments = append(d.delta.Fragments, SavedFragment{Collection: ch.coll.id, Payload: p.Inventory})
 		return nil, nil
 	}
-	return &opened{id: b.ID, ch: ch, hash: hub.Hash(b.Envelope), env: b.Envelope, p: p.Record}, nil
+	return &opened{id: b.ID, ch: ch, hash: hub.Hash(b.Envelope), env: b.Envelope, p: p.Record,
+		checked: pre.checked, verified: pre.verified, verr: pre.verr}, nil
 }
 
 // settle accounts for one message's verdict. d.mu is held.
@@ -655,7 +643,7 @@ func (d *Device) applyRoster(o *opened) error {
 // rejected at once; then admitData judges eligibility. d.mu is held.
 func (d *Device) applyData(o *opened) error {
 	ws, err := o.verified, o.verr
-	if ws == nil && err == nil {
+	if !o.checked {
 		ws, err = verifyData(o.ch.coll, o.p.Writes)
 	}
 	if err != nil {
@@ -675,6 +663,13 @@ func (d *Device) applyData(o *opened) error {
 // collection's fixed rules, so the order does not matter. d.mu is held;
 // the workers touch nothing else of the device.
 func verifyAll(msgs []*opened) {
+	var todo []*opened // not verified by the pull's workers (pipeline.go)
+	for _, o := range msgs {
+		if !o.checked {
+			todo = append(todo, o)
+		}
+	}
+	msgs = todo
 	workers := min(runtime.GOMAXPROCS(0), len(msgs))
 	if workers < 2 {
 		return
@@ -687,6 +682,7 @@ func verifyAll(msgs []*opened) {
 			defer wg.Done()
 			for o := range next {
 				o.verified, o.verr = verifyData(o.ch.coll, o.p.Writes)
+				o.checked = true
 			}
 		}()
 	}

@@ -24,16 +24,18 @@ const (
 	KeyLastSync = "last_sync"
 )
 
-// Commit stores d in one transaction (client.Journal).
-func (s *DB) Commit(d *client.Delta) error {
+// Commit stores ds, in order, in one transaction (client.Journal).
+func (s *DB) Commit(ds ...*client.Delta) error {
 	ctx := context.Background() // a commit is never abandoned half-way
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("devstore: commit: %w", err)
 	}
 	defer tx.Rollback()
-	if err := commitDelta(ctx, tx, d); err != nil {
-		return fmt.Errorf("devstore: commit: %w", err)
+	for _, d := range ds {
+		if err := commitDelta(ctx, tx, d); err != nil {
+			return fmt.Errorf("devstore: commit: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("devstore: commit: %w", err)
