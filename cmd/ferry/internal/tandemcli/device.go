@@ -91,7 +91,7 @@ func (a *app) pairLoop(c *cobra.Command, w io.Writer, offer *tandem.PairingOffer
 			return err
 		}
 		stop()
-		if !a.confirmAlways(c, fmt.Sprintf("Add '%s'? Code %s", req.Name(), sixDigits(req.Code()))) {
+		if !a.confirmAlways(c, fmt.Sprintf("Add '%s'? Code %s", disp(req.Name()), sixDigits(req.Code()))) {
 			req.Decline()
 			if a.json {
 				emit(w, map[string]any{"declined": req.Name(), "code": req.Code()})
@@ -107,7 +107,7 @@ func (a *app) pairLoop(c *cobra.Command, w io.Writer, offer *tandem.PairingOffer
 		if a.json {
 			return emit(w, map[string]any{"added": req.Name(), "code": req.Code()})
 		}
-		fmt.Fprintf(w, "Added '%s'. Everything appears there at its first sync.\n", req.Name())
+		fmt.Fprintf(w, "Added '%s'. Everything appears there at its first sync.\n", disp(req.Name()))
 		return nil
 	}
 }
@@ -122,7 +122,8 @@ func (a *app) confirmAlways(c *cobra.Command, q string) bool {
 
 // countdown shows the time left on a terminal's stderr; stop ends it.
 func (a *app) countdown(c *cobra.Command, until time.Time) (stop func()) {
-	if !isTerminal(c.ErrOrStderr()) {
+	w := a.stderr // raw: the line is redrawn in place
+	if !isTerminal(w) {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -136,10 +137,10 @@ func (a *app) countdown(c *cobra.Command, until time.Time) (stop func()) {
 			if left < 0 {
 				left = 0
 			}
-			fmt.Fprintf(c.ErrOrStderr(), "\rWaiting for the new device: %d:%02d left ", int(left.Minutes()), int(left.Seconds())%60)
+			fmt.Fprintf(w, "\rWaiting for the new device: %d:%02d left ", int(left.Minutes()), int(left.Seconds())%60)
 			select {
 			case <-done:
-				fmt.Fprint(c.ErrOrStderr(), "\r\033[K")
+				fmt.Fprint(w, "\r\033[K")
 				return
 			case <-t.C:
 			}

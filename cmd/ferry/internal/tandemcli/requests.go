@@ -63,10 +63,10 @@ func (a *app) requestsCmd() *cobra.Command {
 			}
 			for _, r := range rs {
 				if r.PreviouslyRemoved {
-					fmt.Fprintf(w, "%s  %s was removed from %s. Add them again? (ferry approve %s)\n", short(r.ID), r.Name, r.ListName, short(r.ID))
+					fmt.Fprintf(w, "%s  %s was removed from %s. Add them again? (ferry approve %s)\n", short(r.ID), disp(r.Name), disp(r.ListName), short(r.ID))
 					continue
 				}
-				fmt.Fprintf(w, "%s  %s wants to join %s as %s (ferry approve %s, or decline)\n", short(r.ID), r.Name, r.ListName, r.Role, short(r.ID))
+				fmt.Fprintf(w, "%s  %s wants to join %s as %s (ferry approve %s, or decline)\n", short(r.ID), disp(r.Name), disp(r.ListName), r.Role, short(r.ID))
 			}
 			return nil
 		},
@@ -116,7 +116,7 @@ func (a *app) decideCmd(approve bool) *cobra.Command {
 			if a.json {
 				return emit(c.OutOrStdout(), r)
 			}
-			fmt.Fprintf(c.OutOrStdout(), done+"\n", r.Name, r.ListName)
+			fmt.Fprintf(c.OutOrStdout(), done+"\n", disp(r.Name), disp(r.ListName))
 			return nil
 		},
 	}
