@@ -80,7 +80,7 @@ func members(d *tandem.Device, l listInfo) (membersOut, error) {
 		out.Invites = append(out.Invites, inviteOut{Role: string(i.Role), AutoApprove: i.AutoApprove, MaxUses: i.MaxUses, Expires: i.Expires.UTC()})
 	}
 	for _, r := range d.Requests(l.id) {
-		out.Waiting = append(out.Waiting, requestOut{ID: r.ID, List: l.ID, ListName: l.Name, Name: r.Name, User: r.User.String(), Role: string(r.Role), PreviouslyRemoved: r.PreviouslyRemoved})
+		out.Waiting = append(out.Waiting, newRequestOut(r, l))
 	}
 	return out, nil
 }

@@ -19,9 +19,10 @@ func notices(d *tandem.Device, dir string) map[string]string {
 	}
 	for _, l := range lists {
 		for _, r := range d.Requests(l.id) {
-			msg := fmt.Sprintf("%s wants to join %s (ferry approve %s, or ferry decline %s)", disp(r.Name), disp(l.Name), short(r.ID), short(r.ID))
+			id := short(requestID(r))
+			msg := fmt.Sprintf("%s wants to join %s (ferry approve %s, or ferry decline %s)", disp(r.Name), disp(l.Name), id, id)
 			if r.PreviouslyRemoved {
-				msg = fmt.Sprintf("%s was removed from %s. Add them again? (ferry approve %s)", disp(r.Name), disp(l.Name), short(r.ID))
+				msg = fmt.Sprintf("%s was removed from %s. Add them again? (ferry approve %s)", disp(r.Name), disp(l.Name), id)
 			}
 			out["request "+r.ID] = msg
 		}
