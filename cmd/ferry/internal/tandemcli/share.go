@@ -243,7 +243,10 @@ func (a *app) joinCmd() *cobra.Command {
 		GroupID: groupShare,
 		Short:   "Join a list with the link or text someone shared (- reads it from standard input)",
 		Long: `Ask to join the list an invite names. A device without a mail account takes
-the invite's. An invite by QR code lets you in as soon as the owner's device
+the invite's. A profile connected to another account than the invite's can
+switch to it while it has no lists (ferry asks first); one with lists joins
+from a new profile instead (ferry init --profile DIR, then ferry join
+--profile DIR LINK). An invite by QR code lets you in as soon as the owner's device
 syncs; a link waits for the owner to approve ("Waiting for Jesper to
 approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 		Args: args(1, 1, "join INVITE"),
@@ -261,6 +264,9 @@ approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 				return err
 			}
 			defer s.close()
+			if err := a.takeInviteHub(c, s, info); err != nil {
+				return err
+			}
 			id, err := s.dev.Join(c.Context(), text, s.prof.Name)
 			if err != nil {
 				return err
@@ -282,6 +288,7 @@ approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "keep syncing until the owner lets you in or declines (Ctrl-C stops)")
+	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "switch a profile without lists to the invite's mail account without asking")
 	return a.flags(c, true)
 }
 
