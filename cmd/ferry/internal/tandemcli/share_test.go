@@ -331,7 +331,7 @@ func TestSharingDovecot(t *testing.T) {
 	e.ok("init", "--name", "Erin")
 	e.env = []string{"FERRY_PASSWORD=x"}
 	e.run("connect", "jmap", fakeJMAP(t, 100).URL, "--user", "x")
-	wantErr(t, e.run("join", inv.Link), 1, "This invite is for a different sync hub. Ferry can only use one hub at a time.")
+	wantErr(t, e.run("join", inv.Link), 1, "answer y to switch this profile to the invite's account, or join it from a new profile")
 
 	// Members, and Jesper leaving.
 	var ms struct {
