@@ -55,7 +55,7 @@ from the FERRY_PASSWORD environment variable.`,
 
 func (a *app) connectCommon(c *cobra.Command, f *connectFlags) {
 	c.Flags().StringVar(&f.passwordFile, "password-file", "", "read the password or token from this file (- for standard input)")
-	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server (1s to 2m)")
+	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server to answer (1s to 2m; its answer to the login may take up to 45s)")
 	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "switch to another account without asking")
 	a.flags(c, true)
 }
@@ -222,7 +222,7 @@ func (a *app) connectPasteCmd() *cobra.Command {
 			return a.saveHub(c, h)
 		},
 	}
-	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server (1s to 2m)")
+	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server to answer (1s to 2m; its answer to the login may take up to 45s)")
 	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "switch to another account without asking")
 	return a.flags(c, true)
 }

@@ -29,6 +29,12 @@ const (
 	maxLoginLines  = 1000
 )
 
+// loginTimeout bounds the answer to LOGIN, apart from --timeout (which is
+// for reaching the server): after wrong passwords a server waits before it
+// answers (Dovecot doubles its auth failure delay per failure, up to 15 s),
+// and a refused login must read "refused", not "stopped answering".
+const loginTimeout = 45 * time.Second
+
 // jmapTarget is the URL a person typed for a JMAP account, made into the
 // one to ask: a bare origin gets /.well-known/jmap (RFC 8620 §2.2).
 func jmapTarget(raw string) (*url.URL, error) {
@@ -233,12 +239,16 @@ func imapLoginAfterGreeting(conn net.Conn, r *bufio.Reader, p imapProbe) error {
 	if strings.ContainsAny(p.user+p.password, "\r\n\x00") {
 		return usagef("the user name or password has a line break in it")
 	}
+	conn.SetDeadline(time.Now().Add(loginTimeout))
 	fmt.Fprintf(conn, "F1 LOGIN %s %s\r\n", quoteIMAP(p.user), quoteIMAP(p.password))
 	for lines := 0; ; lines++ {
 		if lines > maxLoginLines {
 			return failf("offline", "%s answers the login with endless untagged lines: is it an IMAP server?", p.addr())
 		}
 		line, err := readIMAPLine(r)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return failf("offline", "%s did not answer the login within %s (a server slows down after wrong passwords): check the password, and try again in a minute", p.addr(), loginTimeout)
+		}
 		if err != nil {
 			return failf("offline", "%s stopped answering during the login: try again", p.addr())
 		}
