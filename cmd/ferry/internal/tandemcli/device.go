@@ -37,11 +37,14 @@ func sixDigits(code string) string {
 
 func (a *app) deviceAddCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add",
-		Short: "Show a QR code for 2 minutes; approve the new device when its code matches",
-		Long: `Add a device: shows a QR code (and its text) for two minutes. On the
-new device run ferry device join with it; it shows a six-digit code. Here
-ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
+		Use:     "add",
+		Example: "  ferry device add            # then, on the new device: ferry device join CODE",
+		Short:   "Show a QR code for 2 minutes; approve the new device when its code matches",
+		Long: `Add a device: shows a QR code (and its text) for two minutes. The code
+holds the mail account's password, so ferry asks first (--yes: don't ask).
+On the new device run ferry device join with it; it shows a six-digit code.
+Here ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes
+match. Other ferry commands on this profile keep working meanwhile.`,
 		Args: args(0, 0, "device add"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := a.open(c.Context())
@@ -49,13 +52,22 @@ ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
 				return err
 			}
 			defer s.close()
-			if s.dev.Hub().IsZero() {
+			h := s.dev.Hub()
+			if h.IsZero() {
 				return failf("no_hub", "this device is not connected to a mail account yet: run ferry connect")
+			}
+			if !a.confirm(c, "The code holds the password of "+h.String()+": anyone who sees it can read and change this mailbox, and be you. Show it?") {
+				return failf("declined", "not shown (answer y to show it)")
 			}
 			offer, err := s.dev.AddDevice(c.Context())
 			if err != nil {
 				return err
 			}
+			// The offer has its own connection and a copy of the identity:
+			// the device steps aside for the two minutes, so other ferry
+			// commands on this profile work meanwhile.
+			s.dev.Close()
+			s.dev = nil
 			defer func() {
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), 10*time.Second)
 				defer cancel()
@@ -72,6 +84,7 @@ ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
 			return a.pairLoop(c, w, offer)
 		},
 	}
+	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "show the code without asking (the question about the new device is always asked)")
 	return a.flags(c, true)
 }
 
