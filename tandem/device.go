@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -56,6 +57,10 @@ type Options struct {
 	// locally and read from the hub again later; their hub messages are
 	// never destroyed because of it.
 	HoldFor time.Duration
+	// RootCAs, when set, are the certificate authorities trusted for the
+	// hub's TLS certificate (IMAP and JMAP, syncing and pairing), in place
+	// of the system's: a server with a certificate of its own CA.
+	RootCAs *x509.CertPool
 }
 
 // DefaultBudget is a device's default hub budget: the bindings' login rate

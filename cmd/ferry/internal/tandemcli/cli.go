@@ -32,6 +32,7 @@ type app struct {
 	yes     bool   // --yes
 	stdout  io.Writer
 	stderr  io.Writer
+	trust   *trust // connect --ca-file: trusted by the device a connect opens
 }
 
 // Register adds the Tandem commands to root, and makes root's flag errors

@@ -170,7 +170,7 @@ func (a *app) countdown(c *cobra.Command, until time.Time) (stop func()) {
 }
 
 func (a *app) deviceJoinCmd() *cobra.Command {
-	var name string
+	var name, caFile string
 	c := &cobra.Command{
 		Use:   "join CODE",
 		Short: "Become another device of the user who shows ferry device add (CODE is its text, - for standard input)",
@@ -192,11 +192,17 @@ this one only if it shows the same code. The mail account comes with it.`,
 			} else if _, err := os.Stat(filepath.Join(dir, profileFile)); err == nil {
 				return failf("exists", "%s already holds a device: join from another --profile", dir)
 			}
+			var t *trust
+			if caFile != "" {
+				if t, err = readTrust(caFile); err != nil {
+					return err
+				}
+			}
 			dir, undo, err := a.createProfile()
 			if err != nil {
 				return err
 			}
-			s := &session{dir: dir, prof: profileJSON{Version: 1, Name: name}}
+			s := &session{dir: dir, prof: profileJSON{Version: 1, Name: name}, trust: t}
 			s.log = openLog(dir)
 			defer s.close()
 			dev, err := a.pairJoin(c, s, payload)
@@ -206,6 +212,9 @@ this one only if it shows the same code. The mail account comes with it.`,
 				return err
 			}
 			s.dev = dev
+			if err := keepTrust(dir, t); err != nil {
+				return err
+			}
 			if err := writeJSON(filepath.Join(dir, profileFile), s.prof); err != nil {
 				return err
 			}
@@ -225,13 +234,14 @@ this one only if it shows the same code. The mail account comes with it.`,
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "the name the other device sees in its question (default: your login name)")
+	c.Flags().StringVar(&caFile, "ca-file", "", caFileHelp)
 	return a.flags(c, true)
 }
 
 // pairJoin posts the request, shows the code and waits for the approval.
 func (a *app) pairJoin(c *cobra.Command, s *session, payload string) (*tandem.Device, error) {
 	ctx := c.Context()
-	j, err := tandem.JoinDevice(ctx, filepath.Join(s.dir, deviceDir), payload, tandem.Options{Name: s.prof.Name, Logger: s.logger()})
+	j, err := tandem.JoinDevice(ctx, filepath.Join(s.dir, deviceDir), payload, tandem.Options{Name: s.prof.Name, Logger: s.logger(), RootCAs: s.trust.roots()})
 	if err != nil {
 		return nil, err
 	}

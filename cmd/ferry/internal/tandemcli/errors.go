@@ -77,6 +77,9 @@ func classify(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
+	if t := certErr(err, ""); t != nil { // a sync that met a certificate it can't trust
+		return t
+	}
 	if t := fromTandem(err); t != nil {
 		return t
 	}
