@@ -103,7 +103,6 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-
 // certErr says what is wrong with the certificate of the server at addr
 // ("" for "the mail server"), or nil when err is not about a certificate:
 // an issuer this computer doesn't know, another name, or out of its
