@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -60,6 +61,10 @@ type Options struct {
 	// download (§9.4, §10.6); a zero field means its default (see the
 	// package documentation, "Bounds").
 	Limits Limits
+	// RootCAs, when set, are the certificate authorities trusted for the
+	// hub's TLS certificate (IMAP and JMAP, syncing and pairing), in place
+	// of the system's: a server with a certificate of its own CA.
+	RootCAs *x509.CertPool
 }
 
 // Limits are a device's bounds on what others post: messages held for a

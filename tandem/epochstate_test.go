@@ -32,7 +32,7 @@ func epochNets(t *testing.T, f func(t *testing.T, n epochNet)) {
 	})
 	t.Run("dovecot", func(t *testing.T) {
 		h := dovecotHub(t, "chloe")
-		raw, err := h.open(t.Context(), nil)
+		raw, err := h.open(t.Context(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,7 +214,7 @@ func TestHostileSharingMemhub(t *testing.T) {
 
 func TestHostileSharingDovecot(t *testing.T) {
 	h := dovecotHub(t, "felix")
-	raw, err := h.open(t.Context(), nil)
+	raw, err := h.open(t.Context(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

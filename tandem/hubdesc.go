@@ -3,6 +3,7 @@ package tandem
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -187,13 +188,17 @@ func ParseHub(b []byte) (Hub, error) {
 const dialTimeout = 10 * time.Second
 
 // open connects to the hub h describes, drawing logins and appends from
-// budget (shared by every connection of the device).
-func (h Hub) open(ctx context.Context, budget *hub.RateBudget) (hub.Store, error) {
+// budget (shared by every connection of the device), trusting roots for
+// its TLS certificate (nil: the system's; Options.RootCAs).
+func (h Hub) open(ctx context.Context, budget *hub.RateBudget, roots *x509.CertPool) (hub.Store, error) {
 	switch h.kind {
 	case "jmap":
 		tr := &http.Transport{
 			Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext,
 			TLSHandshakeTimeout: dialTimeout, IdleConnTimeout: 90 * time.Second,
+		}
+		if roots != nil {
+			tr.TLSClientConfig = &tls.Config{RootCAs: roots}
 		}
 		cfg := jmaphub.Config{SessionURL: h.session, HTTPClient: &http.Client{Transport: tr}, Budget: budget}
 		if h.user != "" {
@@ -211,9 +216,9 @@ func (h Hub) open(ctx context.Context, budget *hub.RateBudget) (hub.Store, error
 		cfg := imaphub.Config{Addr: net.JoinHostPort(h.host, strconv.Itoa(h.port)), User: h.user, Password: h.password, Budget: budget}
 		switch h.security {
 		case "tls":
-			cfg.Security, cfg.TLS = imaphub.ImplicitTLS, &tls.Config{ServerName: h.host}
+			cfg.Security, cfg.TLS = imaphub.ImplicitTLS, &tls.Config{ServerName: h.host, RootCAs: roots}
 		case "starttls":
-			cfg.Security, cfg.TLS = imaphub.StartTLS, &tls.Config{ServerName: h.host}
+			cfg.Security, cfg.TLS = imaphub.StartTLS, &tls.Config{ServerName: h.host, RootCAs: roots}
 		}
 		cfg.Dialer = (&net.Dialer{Timeout: dialTimeout}).DialContext
 		return imaphub.Open(ctx, cfg)

@@ -53,7 +53,7 @@ func openPairStore(ctx context.Context, opts Options, h Hub) (hub.Store, error) 
 	case h.IsZero():
 		return nil, newErr(CodeNoHub, nil, "no sync hub is connected yet: connect one first")
 	default:
-		s, err = h.open(ctx, budgetOf(opts))
+		s, err = h.open(ctx, budgetOf(opts), opts.RootCAs)
 	}
 	if err != nil {
 		return nil, pairHubErr(err)

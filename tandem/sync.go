@@ -90,7 +90,7 @@ func (d *Device) connect(ctx context.Context) (hub.Store, error) {
 	case h.IsZero():
 		return nil, newErr(CodeNoHub, nil, "no sync hub is connected yet: connect one first")
 	default:
-		s, err = h.open(ctx, d.budget)
+		s, err = h.open(ctx, d.budget, d.opts.RootCAs)
 	}
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ type app struct {
 	yes     bool   // --yes
 	stdout  io.Writer
 	stderr  io.Writer
+	trust   *trust // connect --ca-file: trusted by the device a connect opens
 }
 
 // Register adds the Tandem commands to root, and makes root's flag errors
@@ -70,7 +71,11 @@ const (
 // flags adds the flags every Tandem command has: --profile, and --json
 // for commands that print data.
 func (a *app) flags(c *cobra.Command, withJSON bool) *cobra.Command {
-	c.PreRun = func(c *cobra.Command, _ []string) { a.stdout, a.stderr = c.OutOrStdout(), c.ErrOrStderr() }
+	c.PreRun = func(c *cobra.Command, _ []string) {
+		a.stdout, a.stderr = c.OutOrStdout(), c.ErrOrStderr() // raw: progress lines
+		c.SetOut(newSafeWriter(a.stdout))                     // what members wrote can't reach the terminal raw
+		c.SetErr(newSafeWriter(a.stderr))
+	}
 	c.Flags().StringVar(&a.profile, "profile", "", "the profile directory: one device (default $FERRY_HOME, else $XDG_DATA_HOME/ferry)")
 	if withJSON {
 		c.Flags().BoolVar(&a.json, "json", false, "print the result as JSON (errors as JSON on stderr)")

@@ -21,6 +21,7 @@ import (
 // connectFlags are the flags of the connect commands.
 type connectFlags struct {
 	user, passwordFile, security string
+	caFile                       string
 	timeout                      time.Duration
 }
 
@@ -55,8 +56,9 @@ from the FERRY_PASSWORD environment variable.`,
 
 func (a *app) connectCommon(c *cobra.Command, f *connectFlags) {
 	c.Flags().StringVar(&f.passwordFile, "password-file", "", "read the password or token from this file (- for standard input)")
-	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server (1s to 2m)")
+	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server to answer (1s to 2m; its answer to the login may take up to 45s)")
 	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "switch to another account without asking")
+	c.Flags().StringVar(&f.caFile, "ca-file", "", caFileHelp)
 	a.flags(c, true)
 }
 
@@ -107,7 +109,10 @@ func (a *app) connectJMAP(c *cobra.Command, u *url.URL, f connectFlags, secret s
 	if f.user != "" {
 		auth = func(r *http.Request) { r.SetBasicAuth(f.user, secret) }
 	}
-	session, err := probeJMAP(c.Context(), u, auth, f.timeout)
+	if err := a.useTrust(f.caFile); err != nil {
+		return err
+	}
+	session, err := probeJMAP(c.Context(), u, auth, f.timeout, a.trust.roots())
 	if err != nil {
 		return err
 	}
@@ -115,7 +120,7 @@ func (a *app) connectJMAP(c *cobra.Command, u *url.URL, f connectFlags, secret s
 	if f.user != "" {
 		h = tandem.JMAPBasicHub(session, f.user, secret)
 	}
-	return a.saveHub(c, h)
+	return a.saveHub(c, h, f.caFile != "")
 }
 
 func (a *app) connectIMAPCmd() *cobra.Command {
@@ -139,10 +144,14 @@ this machine without TLS needs --security none.`,
 			if p.password, err = a.readSecret(c, secretSource{what: "password", file: f.passwordFile, flag: "password-file", env: "FERRY_PASSWORD", prompt: "Password for " + p.user + " at " + p.host + ": "}); err != nil {
 				return err
 			}
+			if err := a.useTrust(f.caFile); err != nil {
+				return err
+			}
+			p.roots = a.trust.roots()
 			if err := probeIMAP(c.Context(), p, f.timeout); err != nil {
 				return err
 			}
-			return a.saveHub(c, tandem.IMAPHub(p.host, p.port, p.user, p.password).WithSecurity(f.security))
+			return a.saveHub(c, tandem.IMAPHub(p.host, p.port, p.user, p.password).WithSecurity(f.security), f.caFile != "")
 		},
 	}
 	c.Flags().StringVar(&f.user, "user", "", "the account's user name (required)")
@@ -200,6 +209,9 @@ func (a *app) connectPasteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := a.useTrust(f.caFile); err != nil {
+				return err
+			}
 			switch h.Kind() {
 			case "jmap":
 				u, err := url.Parse(d.Session)
@@ -210,20 +222,21 @@ func (a *app) connectPasteCmd() *cobra.Command {
 				if d.User != "" {
 					auth = func(r *http.Request) { r.SetBasicAuth(d.User, d.Password) }
 				}
-				if _, err := probeJMAP(c.Context(), u, auth, f.timeout); err != nil {
+				if _, err := probeJMAP(c.Context(), u, auth, f.timeout, a.trust.roots()); err != nil {
 					return err
 				}
 			case "imap":
-				p := imapProbe{host: d.Host, port: d.Port, tls: d.Security == "tls", starttls: d.Security == "starttls", user: d.User, password: d.Password}
+				p := imapProbe{host: d.Host, port: d.Port, tls: d.Security == "tls", starttls: d.Security == "starttls", user: d.User, password: d.Password, roots: a.trust.roots()}
 				if err := probeIMAP(c.Context(), p, f.timeout); err != nil {
 					return err
 				}
 			}
-			return a.saveHub(c, h)
+			return a.saveHub(c, h, f.caFile != "")
 		},
 	}
-	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server (1s to 2m)")
+	c.Flags().DurationVar(&f.timeout, "timeout", defaultProbeTimeout, "how long to wait for the server to answer (1s to 2m; its answer to the login may take up to 45s)")
 	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "switch to another account without asking")
+	c.Flags().StringVar(&f.caFile, "ca-file", "", caFileHelp)
 	return a.flags(c, true)
 }
 
@@ -274,8 +287,9 @@ func readDescriptor(stdin io.Reader, path string) (tandem.Hub, descriptor, error
 	return h, d, nil
 }
 
-// saveHub saves the checked hub in the device and syncs once.
-func (a *app) saveHub(c *cobra.Command, h tandem.Hub) error {
+// saveHub saves the checked hub in the device (and the CA file given to
+// connect, when keepCA) and syncs once.
+func (a *app) saveHub(c *cobra.Command, h tandem.Hub, keepCA bool) error {
 	s, err := a.open(c.Context())
 	if err != nil {
 		return err
@@ -284,6 +298,11 @@ func (a *app) saveHub(c *cobra.Command, h tandem.Hub) error {
 	if old := s.dev.Hub(); !old.IsZero() && !old.Same(h) {
 		if !a.confirm(c, fmt.Sprintf("This device syncs through %s. Switch to %s? Lists only there stop syncing here.", old, h)) {
 			return failf("declined", "still connected to %s (answer y to switch)", old)
+		}
+	}
+	if keepCA {
+		if err := keepTrust(s.dir, a.trust); err != nil {
+			return err
 		}
 	}
 	if err := s.dev.SetHub(c.Context(), h); err != nil {

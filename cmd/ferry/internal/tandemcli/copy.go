@@ -46,7 +46,7 @@ A field in conflict is copied with the first of its values; ferry says which.`,
 			if a.json {
 				return emit(c.OutOrStdout(), map[string]any{"list": nl, "from": l.ID, "conflicts_resolved": conflicts})
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Copied %s into the new list %q (%s), %d item(s).\n", l.Name, name, short(nl.ID), nl.Items)
+			fmt.Fprintf(c.OutOrStdout(), "Copied %s into the new list %q (%s), %d item(s).\n", disp(l.Name), name, short(nl.ID), nl.Items)
 			if conflicts > 0 {
 				fmt.Fprintf(c.OutOrStdout(), "%d field(s) in conflict were copied with their first value: check them with ferry show.\n", conflicts)
 			}

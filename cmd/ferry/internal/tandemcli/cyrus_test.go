@@ -53,7 +53,7 @@ func TestJMAPCyrus(t *testing.T) {
 
 	// A third device, paired with the code over JMAP.
 	c := newDevice(t, "tablet")
-	add := a.start("device", "add")
+	add := a.start("device", "add", "--yes")
 	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
 	join := c.start("device", "join", payload, "--name", "Jesper")
 	code := join.line(`^Code (\d{3} \d{3})$`)[1]

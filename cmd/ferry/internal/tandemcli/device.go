@@ -37,11 +37,14 @@ func sixDigits(code string) string {
 
 func (a *app) deviceAddCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add",
-		Short: "Show a QR code for 2 minutes; approve the new device when its code matches",
-		Long: `Add a device: shows a QR code (and its text) for two minutes. On the
-new device run ferry device join with it; it shows a six-digit code. Here
-ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
+		Use:     "add",
+		Example: "  ferry device add            # then, on the new device: ferry device join CODE",
+		Short:   "Show a QR code for 2 minutes; approve the new device when its code matches",
+		Long: `Add a device: shows a QR code (and its text) for two minutes. The code
+holds the mail account's password, so ferry asks first (--yes: don't ask).
+On the new device run ferry device join with it; it shows a six-digit code.
+Here ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes
+match. Other ferry commands on this profile keep working meanwhile.`,
 		Args: args(0, 0, "device add"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			s, err := a.open(c.Context())
@@ -49,13 +52,22 @@ ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
 				return err
 			}
 			defer s.close()
-			if s.dev.Hub().IsZero() {
+			h := s.dev.Hub()
+			if h.IsZero() {
 				return failf("no_hub", "this device is not connected to a mail account yet: run ferry connect")
+			}
+			if !a.confirm(c, "The code holds the password of "+h.String()+": anyone who sees it can read and change this mailbox, and be you. Show it?") {
+				return failf("declined", "not shown (answer y to show it)")
 			}
 			offer, err := s.dev.AddDevice(c.Context())
 			if err != nil {
 				return err
 			}
+			// The offer has its own connection and a copy of the identity:
+			// the device steps aside for the two minutes, so other ferry
+			// commands on this profile work meanwhile.
+			s.dev.Close()
+			s.dev = nil
 			defer func() {
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), 10*time.Second)
 				defer cancel()
@@ -72,6 +84,7 @@ ferry asks "Add 'NAME'? Code 483 920": answer y only if the codes match.`,
 			return a.pairLoop(c, w, offer)
 		},
 	}
+	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "show the code without asking (the question about the new device is always asked)")
 	return a.flags(c, true)
 }
 
@@ -91,7 +104,7 @@ func (a *app) pairLoop(c *cobra.Command, w io.Writer, offer *tandem.PairingOffer
 			return err
 		}
 		stop()
-		if !a.confirmAlways(c, fmt.Sprintf("Add '%s'? Code %s", req.Name(), sixDigits(req.Code()))) {
+		if !a.confirmAlways(c, fmt.Sprintf("Add '%s'? Code %s", disp(req.Name()), sixDigits(req.Code()))) {
 			req.Decline()
 			if a.json {
 				emit(w, map[string]any{"declined": req.Name(), "code": req.Code()})
@@ -107,7 +120,7 @@ func (a *app) pairLoop(c *cobra.Command, w io.Writer, offer *tandem.PairingOffer
 		if a.json {
 			return emit(w, map[string]any{"added": req.Name(), "code": req.Code()})
 		}
-		fmt.Fprintf(w, "Added '%s'. Everything appears there at its first sync.\n", req.Name())
+		fmt.Fprintf(w, "Added '%s'. Everything appears there at its first sync.\n", disp(req.Name()))
 		return nil
 	}
 }
@@ -122,7 +135,8 @@ func (a *app) confirmAlways(c *cobra.Command, q string) bool {
 
 // countdown shows the time left on a terminal's stderr; stop ends it.
 func (a *app) countdown(c *cobra.Command, until time.Time) (stop func()) {
-	if !isTerminal(c.ErrOrStderr()) {
+	w := a.stderr // raw: the line is redrawn in place
+	if !isTerminal(w) {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -136,10 +150,10 @@ func (a *app) countdown(c *cobra.Command, until time.Time) (stop func()) {
 			if left < 0 {
 				left = 0
 			}
-			fmt.Fprintf(c.ErrOrStderr(), "\rWaiting for the new device: %d:%02d left ", int(left.Minutes()), int(left.Seconds())%60)
+			fmt.Fprintf(w, "\rWaiting for the new device: %d:%02d left ", int(left.Minutes()), int(left.Seconds())%60)
 			select {
 			case <-done:
-				fmt.Fprint(c.ErrOrStderr(), "\r\033[K")
+				fmt.Fprint(w, "\r\033[K")
 				return
 			case <-t.C:
 			}
@@ -156,7 +170,7 @@ func (a *app) countdown(c *cobra.Command, until time.Time) (stop func()) {
 }
 
 func (a *app) deviceJoinCmd() *cobra.Command {
-	var name string
+	var name, caFile string
 	c := &cobra.Command{
 		Use:   "join CODE",
 		Short: "Become another device of the user who shows ferry device add (CODE is its text, - for standard input)",
@@ -178,11 +192,17 @@ this one only if it shows the same code. The mail account comes with it.`,
 			} else if _, err := os.Stat(filepath.Join(dir, profileFile)); err == nil {
 				return failf("exists", "%s already holds a device: join from another --profile", dir)
 			}
+			var t *trust
+			if caFile != "" {
+				if t, err = readTrust(caFile); err != nil {
+					return err
+				}
+			}
 			dir, undo, err := a.createProfile()
 			if err != nil {
 				return err
 			}
-			s := &session{dir: dir, prof: profileJSON{Version: 1, Name: name}}
+			s := &session{dir: dir, prof: profileJSON{Version: 1, Name: name}, trust: t}
 			s.log = openLog(dir)
 			defer s.close()
 			dev, err := a.pairJoin(c, s, payload)
@@ -192,6 +212,9 @@ this one only if it shows the same code. The mail account comes with it.`,
 				return err
 			}
 			s.dev = dev
+			if err := keepTrust(dir, t); err != nil {
+				return err
+			}
 			if err := writeJSON(filepath.Join(dir, profileFile), s.prof); err != nil {
 				return err
 			}
@@ -211,13 +234,14 @@ this one only if it shows the same code. The mail account comes with it.`,
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "the name the other device sees in its question (default: your login name)")
+	c.Flags().StringVar(&caFile, "ca-file", "", caFileHelp)
 	return a.flags(c, true)
 }
 
 // pairJoin posts the request, shows the code and waits for the approval.
 func (a *app) pairJoin(c *cobra.Command, s *session, payload string) (*tandem.Device, error) {
 	ctx := c.Context()
-	j, err := tandem.JoinDevice(ctx, filepath.Join(s.dir, deviceDir), payload, tandem.Options{Name: s.prof.Name, Logger: s.logger()})
+	j, err := tandem.JoinDevice(ctx, filepath.Join(s.dir, deviceDir), payload, tandem.Options{Name: s.prof.Name, Logger: s.logger(), RootCAs: s.trust.roots()})
 	if err != nil {
 		return nil, err
 	}

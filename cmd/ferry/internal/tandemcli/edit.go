@@ -91,7 +91,7 @@ func (a *app) addCmd() *cobra.Command {
 					return editErr(err, l)
 				}
 			}
-			return a.printItem(c, s, l, id, fmt.Sprintf("Added %q to %s (%s).", as[1], l.Name, short(id.String())))
+			return a.printItem(c, s, l, id, fmt.Sprintf("Added %q to %s (%s).", as[1], disp(l.Name), short(id.String())))
 		},
 	}
 	c.Flags().StringSliceVar(&tags, "tag", nil, "tag the item (repeat or separate with commas)")
@@ -138,7 +138,7 @@ func (a *app) setCmd() *cobra.Command {
 					}
 					done = append(done, x.field+" = "+x.value)
 				}
-				return fmt.Sprintf("%s: %s.", it.Title, strings.Join(done, ", ")), nil
+				return fmt.Sprintf("%s: %s.", disp(it.Title), disp(strings.Join(done, ", "))), nil
 			})
 		},
 	}
@@ -172,7 +172,7 @@ func (a *app) tagCmd(add bool) *cobra.Command {
 						return "", err
 					}
 				}
-				return fmt.Sprintf("%s %s: %s.", verb, it.Title, strings.Join(tags, ", ")), nil
+				return fmt.Sprintf("%s %s: %s.", verb, disp(it.Title), disp(strings.Join(tags, ", "))), nil
 			})
 		},
 	}
@@ -188,9 +188,9 @@ func (a *app) doneCmd() *cobra.Command {
 		Args:    args(2, 2, "done LIST ITEM"),
 		RunE: func(c *cobra.Command, as []string) error {
 			return a.editItem(c, as[0], as[1], func(s *session, l listInfo, id tandem.RecordID, it itemOut) (string, error) {
-				v, msg := "yes", "Done: "+it.Title+"."
+				v, msg := "yes", "Done: "+disp(it.Title)+"."
 				if undo {
-					v, msg = "no", "Not done: "+it.Title+"."
+					v, msg = "no", "Not done: "+disp(it.Title)+"."
 				}
 				return msg, s.dev.SetString(l.id, id, fieldDone, v)
 			})
@@ -208,7 +208,7 @@ func (a *app) rmCmd() *cobra.Command {
 		Args:    args(2, 2, "rm LIST ITEM"),
 		RunE: func(c *cobra.Command, as []string) error {
 			return a.editItem(c, as[0], as[1], func(s *session, l listInfo, id tandem.RecordID, it itemOut) (string, error) {
-				return fmt.Sprintf("Deleted %s from %s.", it.Title, l.Name), s.dev.Delete(l.id, id)
+				return fmt.Sprintf("Deleted %s from %s.", disp(it.Title), disp(l.Name)), s.dev.Delete(l.id, id)
 			})
 		},
 	}

@@ -77,6 +77,9 @@ func classify(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
+	if t := certErr(err, ""); t != nil { // a sync that met a certificate it can't trust
+		return t
+	}
 	if t := fromTandem(err); t != nil {
 		return t
 	}
@@ -109,7 +112,7 @@ func Report(w io.Writer, err error, args []string) int {
 		b, _ := json.Marshal(jsonError{Error: jsonErrorBody{Kind: e.Kind, Message: e.Msg}, Exit: e.Exit})
 		fmt.Fprintf(w, "%s\n", b)
 	} else {
-		fmt.Fprintln(w, "ferry:", oneLine(e.Msg))
+		fmt.Fprintln(w, "ferry:", disp(oneLine(e.Msg)))
 	}
 	if os.Getenv("FERRY_DEBUG") == "1" && e.Err != nil { // for a bug report: the cause, on a line of its own
 		fmt.Fprintln(w, "ferry: debug:", oneLine(e.Err.Error()))

@@ -278,10 +278,10 @@ func TestConnectErrors(t *testing.T) {
 		{[]string{"jmap", "https://" + strings.TrimPrefix(html404.URL, "http://")}, "does not speak TLS: use http://"},
 		{[]string{"jmap", "http://" + silent, "--timeout", "1s"}, "no JMAP answer from " + silent + " within 1s"},
 		{[]string{"jmap", "http://" + closed}, "nothing is listening at " + closed},
-		{[]string{"jmap", tlsSrv.URL}, "the certificate of " + tlsAddr + " is not trusted for that name: check the address"},
-		{[]string{"imap", tlsAddr, "--user", "x"}, "the certificate of " + tlsAddr + " is not trusted"},
+		{[]string{"jmap", tlsSrv.URL}, "the certificate of " + tlsAddr + " is signed by an authority this computer does not know (unknown issuer)"},
+		{[]string{"imap", tlsAddr, "--user", "x"}, "the certificate of " + tlsAddr + " is signed by an authority this computer does not know (unknown issuer)"},
 		{[]string{"imap", strings.TrimPrefix(html404.URL, "http://"), "--user", "x"}, "does not speak TLS"},
-		{[]string{"imap", starttls, "--user", "x", "--security", "starttls"}, "the certificate of " + starttls + " is not trusted"},
+		{[]string{"imap", starttls, "--user", "x", "--security", "starttls"}, "the certificate of " + starttls + " is signed by an authority this computer does not know (unknown issuer)"},
 		{[]string{"imap", nostarttls, "--user", "x", "--security", "starttls"}, nostarttls + " does not offer STARTTLS: use --security tls"},
 		{[]string{"jmap", "http://no-such-host.invalid"}, "no-such-host.invalid is not a host name Ferry can find: check the address"},
 	}

@@ -92,7 +92,7 @@ func (a *app) inFlightCmds() []*cobra.Command {
 		a.listChangeCmd(listChange{
 			use: "discard", short: "Discard a sharing change another of your devices started and didn't finish",
 			confirm: func(l listInfo) string {
-				return "Discard the change another of your devices started in " + l.Name + "?"
+				return "Discard the change another of your devices started in " + disp(l.Name) + "?"
 			},
 			run: func(ctx context.Context, s *session, l listInfo) (string, error) {
 				what, err := inFlight(s, l)
@@ -113,7 +113,7 @@ func (a *app) inFlightCmds() []*cobra.Command {
 		}),
 		a.listChangeCmd(listChange{
 			use: "make-private", short: "Remove everyone but you from a list, with a new key (its owner only)",
-			confirm: func(l listInfo) string { return "Remove everyone but you from " + l.Name + "?" },
+			confirm: func(l listInfo) string { return "Remove everyone but you from " + disp(l.Name) + "?" },
 			run: func(ctx context.Context, s *session, l listInfo) (string, error) {
 				return l.Name + " is private again: only you have it.", s.dev.MakePrivate(ctx, l.id)
 			},

@@ -17,7 +17,7 @@ const maxSecret = 4096
 
 // isTerminal reports whether v is a terminal.
 func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
+	f, ok := v.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

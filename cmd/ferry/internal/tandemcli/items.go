@@ -109,9 +109,9 @@ func findItem(d *tandem.Device, l listInfo, ref string) (tandem.RecordID, itemOu
 		return tandem.RecordID{}, itemOut{}, err
 	}
 	var byTitle, byID []itemOut
-	low := strings.ToLower(ref)
+	low, key := strings.ToLower(ref), nameKey(ref)
 	for _, it := range all {
-		if strings.ToLower(it.Title) == low || slices.ContainsFunc(it.Fields[fieldTitle].Values, func(v valueOut) bool { return strings.ToLower(v.Value) == low }) {
+		if nameKey(it.Title) == key || slices.ContainsFunc(it.Fields[fieldTitle].Values, func(v valueOut) bool { return nameKey(v.Value) == key }) {
 			byTitle = append(byTitle, it)
 		}
 		if len(ref) >= 4 && strings.HasPrefix(it.ID, low) {
@@ -123,7 +123,11 @@ func findItem(d *tandem.Device, l listInfo, ref string) (tandem.RecordID, itemOu
 	case len(byTitle) == 1:
 		found = byTitle[0]
 	case len(byTitle) > 1:
-		return tandem.RecordID{}, itemOut{}, failf("ambiguous", "%d items of %q are called %q: give its ID instead (ferry show %s shows them)", len(byTitle), l.Name, ref, short(l.ID))
+		var ids []string
+		for _, it := range byTitle {
+			ids = append(ids, short(it.ID))
+		}
+		return tandem.RecordID{}, itemOut{}, failf("ambiguous", "%d items of %q are called %q (or look the same): give the ID of the one you mean, %s (ferry show %s shows them)", len(byTitle), l.Name, ref, strings.Join(ids, " or "), short(l.ID))
 	case len(byID) == 1:
 		found = byID[0]
 	case len(byID) > 1:
@@ -268,12 +272,13 @@ func sharing(d *tandem.Device, l listInfo) string {
 	case tandem.RoleOwner:
 		return fmt.Sprintf("shared with %d other(s)", len(ms)-1)
 	case tandem.RoleReader:
-		return "shared by " + owner + ", read-only for you"
+		return "shared by " + disp(owner) + ", read-only for you"
 	}
-	return "shared by " + owner
+	return "shared by " + disp(owner)
 }
 
 func printList(w io.Writer, l listInfo, its []itemOut, shared string) {
+	l = l.shown()
 	if shared != "" {
 		shared = ", " + shared
 	}
@@ -285,6 +290,7 @@ func printList(w io.Writer, l listInfo, its []itemOut, shared string) {
 		fmt.Fprintf(w, "  [%s]\n", l.State)
 	}
 	for _, it := range its {
+		it = it.shown()
 		box := "[ ]"
 		if it.Done {
 			box = "[x]"
@@ -317,6 +323,7 @@ func printList(w io.Writer, l listInfo, its []itemOut, shared string) {
 }
 
 func printItemFields(w io.Writer, it itemOut) {
+	it = it.shown()
 	fmt.Fprintf(w, "%s  %s\n", it.ID, it.Title)
 	var names []string
 	for n := range it.Fields {

@@ -90,9 +90,9 @@ func findList(d *tandem.Device, ref string) (listInfo, error) {
 		return listInfo{}, err
 	}
 	var byName, byID []listInfo
-	low := strings.ToLower(ref)
+	low, key := strings.ToLower(ref), nameKey(ref)
 	for _, l := range lists {
-		if slices.ContainsFunc(l.Names, func(n string) bool { return strings.ToLower(n) == low }) {
+		if slices.ContainsFunc(l.Names, func(n string) bool { return nameKey(n) == key }) {
 			byName = append(byName, l)
 		}
 		if len(ref) >= 4 && strings.HasPrefix(l.ID, low) {
@@ -111,7 +111,11 @@ func findList(d *tandem.Device, ref string) (listInfo, error) {
 	case len(byName) == 1:
 		return byName[0], nil
 	case len(byName) > 1:
-		return listInfo{}, failf("ambiguous", "%d lists are called %q: give its ID instead (ferry lists shows them)", len(byName), ref)
+		var ids []string
+		for _, l := range byName {
+			ids = append(ids, short(l.ID))
+		}
+		return listInfo{}, failf("ambiguous", "%d lists are called %q (or look the same): give the ID of the one you mean, %s (ferry lists shows them)", len(byName), ref, strings.Join(ids, " or "))
 	case len(byID) == 1:
 		return byID[0], nil
 	case len(byID) > 1:
@@ -161,7 +165,7 @@ func (a *app) newCmd() *cobra.Command {
 				return err
 			}
 			for _, l := range lists {
-				if l.live() && l.Role == tandem.RoleOwner && strings.EqualFold(l.Name, as[0]) {
+				if l.live() && l.Role == tandem.RoleOwner && nameKey(l.Name) == nameKey(as[0]) {
 					return failf("exists", "you already have a list called %q (%s): give the new one another name", l.Name, short(l.ID))
 				}
 			}
@@ -213,7 +217,7 @@ func (a *app) listsCmd() *cobra.Command {
 				fmt.Fprintln(w, "No lists yet: ferry new NAME makes one.")
 			}
 			for _, m := range joining {
-				fmt.Fprintf(w, "        %-24s %s\n", m.Name, m.Message)
+				fmt.Fprintf(w, "        %-24s %s\n", disp(m.Name), m.Message)
 			}
 			for _, l := range lists {
 				note := ""
@@ -224,11 +228,11 @@ func (a *app) listsCmd() *cobra.Command {
 					note += "  [" + string(l.State) + "]"
 				}
 				if l.Removed {
-					note += "  (" + l.Name + " is no longer shared with you.)"
+					note += "  (" + disp(l.Name) + " is no longer shared with you.)"
 				} else if l.Role == tandem.RoleReader {
 					note += "  (read-only for you)"
 				}
-				fmt.Fprintf(w, "%s  %-24s %d item(s)%s\n", short(l.ID), l.Name, l.Items, note)
+				fmt.Fprintf(w, "%s  %-24s %d item(s)%s\n", short(l.ID), disp(l.Name), l.Items, note)
 			}
 			return nil
 		},

@@ -80,21 +80,22 @@ func members(d *tandem.Device, l listInfo) (membersOut, error) {
 		out.Invites = append(out.Invites, inviteOut{Role: string(i.Role), AutoApprove: i.AutoApprove, MaxUses: i.MaxUses, Expires: i.Expires.UTC()})
 	}
 	for _, r := range d.Requests(l.id) {
-		out.Waiting = append(out.Waiting, requestOut{ID: r.ID, List: l.ID, ListName: l.Name, Name: r.Name, User: r.User.String(), Role: string(r.Role), PreviouslyRemoved: r.PreviouslyRemoved})
+		out.Waiting = append(out.Waiting, newRequestOut(r, l))
 	}
 	return out, nil
 }
 
 func printMembers(w io.Writer, o membersOut) {
+	o.List = o.List.shown()
 	fmt.Fprintf(w, "%s\n", o.List.Name)
 	for _, m := range o.Members {
 		you := ""
 		if m.You {
 			you = " (you)"
 		}
-		fmt.Fprintf(w, "  %-20s %s%s\n", m.Name, m.Role, you)
+		fmt.Fprintf(w, "  %-20s %s%s\n", disp(m.Name), m.Role, you)
 		if m.Left {
-			fmt.Fprintf(w, "    %s left %s. (ferry remove %s %q confirms it)\n", m.Name, o.List.Name, short(o.List.ID), m.Name)
+			fmt.Fprintf(w, "    %s left %s. (ferry remove %s %q confirms it)\n", disp(m.Name), o.List.Name, short(o.List.ID), m.Name)
 		}
 	}
 	for _, i := range o.Invites {
@@ -105,7 +106,7 @@ func printMembers(w io.Writer, o membersOut) {
 		fmt.Fprintf(w, "  open invite: %s, as %s, until %s\n", kind, i.Role, i.Expires.Local().Format("2006-01-02 15:04"))
 	}
 	for _, r := range o.Waiting {
-		fmt.Fprintf(w, "  %s wants to join (ferry approve %s)\n", r.Name, short(r.ID))
+		fmt.Fprintf(w, "  %s wants to join (ferry approve %s)\n", disp(r.Name), short(r.ID))
 	}
 }
 
@@ -130,7 +131,7 @@ func (a *app) leaveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !a.confirm(c, fmt.Sprintf("Leave %s? It goes from all your devices.", l.Name)) {
+			if !a.confirm(c, fmt.Sprintf("Leave %s? It goes from all your devices.", disp(l.Name))) {
 				return failf("declined", "still in %s (answer y to leave)", l.Name)
 			}
 			if err := s.dev.Leave(l.id); err != nil {
@@ -143,7 +144,7 @@ func (a *app) leaveCmd() *cobra.Command {
 				}
 				return serr
 			}
-			fmt.Fprintf(c.OutOrStdout(), "You left %s.\n", l.Name)
+			fmt.Fprintf(c.OutOrStdout(), "You left %s.\n", disp(l.Name))
 			return serr
 		},
 	}
@@ -170,7 +171,7 @@ func findJoin(s *session, ref string) (membershipOut, bool) {
 // request is withdrawn on this side (a later approval doesn't bring the
 // list in), and the list leaves ferry's waiting lines.
 func (a *app) withdraw(c *cobra.Command, s *session, m membershipOut) error {
-	if !a.confirm(c, fmt.Sprintf("Stop waiting to join %s?", m.Name)) {
+	if !a.confirm(c, fmt.Sprintf("Stop waiting to join %s?", disp(m.Name))) {
 		return failf("declined", "still waiting to join %s (answer y to stop)", m.Name)
 	}
 	id, err := tandem.ParseCollectionID(m.List)
@@ -187,6 +188,6 @@ func (a *app) withdraw(c *cobra.Command, s *session, m membershipOut) error {
 	if a.json {
 		return emit(c.OutOrStdout(), map[string]any{"list": m.List, "name": m.Name, "withdrawn": true})
 	}
-	fmt.Fprintf(c.OutOrStdout(), "You no longer wait to join %s; if %s lets you in anyway, the list won't come.\n", m.Name, m.Owner)
+	fmt.Fprintf(c.OutOrStdout(), "You no longer wait to join %s; if %s lets you in anyway, the list won't come.\n", disp(m.Name), disp(m.Owner))
 	return nil
 }

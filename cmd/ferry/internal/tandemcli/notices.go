@@ -19,25 +19,26 @@ func notices(d *tandem.Device, dir string) map[string]string {
 	}
 	for _, l := range lists {
 		for _, r := range d.Requests(l.id) {
-			msg := fmt.Sprintf("%s wants to join %s (ferry approve %s, or ferry decline %s)", r.Name, l.Name, short(r.ID), short(r.ID))
+			id := short(requestID(r))
+			msg := fmt.Sprintf("%s wants to join %s (ferry approve %s, or ferry decline %s)", disp(r.Name), disp(l.Name), id, id)
 			if r.PreviouslyRemoved {
-				msg = fmt.Sprintf("%s was removed from %s. Add them again? (ferry approve %s)", r.Name, l.Name, short(r.ID))
+				msg = fmt.Sprintf("%s was removed from %s. Add them again? (ferry approve %s)", disp(r.Name), disp(l.Name), id)
 			}
 			out["request "+r.ID] = msg
 		}
 		for _, m := range d.PendingLeaves(l.id) {
-			out["left "+l.ID+" "+m.User.String()] = fmt.Sprintf("%s left %s. (ferry remove %s %q confirms it)", m.Name, l.Name, short(l.ID), m.Name)
+			out["left "+l.ID+" "+m.User.String()] = fmt.Sprintf("%s left %s. (ferry remove %s %q confirms it)", disp(m.Name), disp(l.Name), short(l.ID), m.Name)
 		}
 		if what, ok := d.ChangeInFlight(l.id); ok {
 			out["inflight "+l.ID+" "+what] = fmt.Sprintf("Another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s.", what, short(l.ID), short(l.ID))
 		}
 		switch {
 		case l.Removed:
-			out["removed "+l.ID] = fmt.Sprintf("%s is no longer shared with you.", l.Name)
+			out["removed "+l.ID] = fmt.Sprintf("%s is no longer shared with you.", disp(l.Name))
 		case l.State == tandem.StateDead:
-			out["dead "+l.ID] = fmt.Sprintf("%s can't sync any more. Copy it to a new list? (ferry copy %s)", l.Name, short(l.ID))
+			out["dead "+l.ID] = fmt.Sprintf("%s can't sync any more. Copy it to a new list? (ferry copy %s)", disp(l.Name), short(l.ID))
 		case l.State == tandem.StateDeleted && l.Role != tandem.RoleOwner: // the owner knows: one of their devices did it
-			out["deleted "+l.ID] = fmt.Sprintf("%s was deleted by its owner; it stays here, read-only.", l.Name)
+			out["deleted "+l.ID] = fmt.Sprintf("%s was deleted by its owner; it stays here, read-only.", disp(l.Name))
 		}
 	}
 	for _, j := range readJoins(dir) {

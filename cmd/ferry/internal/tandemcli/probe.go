@@ -29,6 +29,12 @@ const (
 	maxLoginLines  = 1000
 )
 
+// loginTimeout bounds the answer to LOGIN, apart from --timeout (which is
+// for reaching the server): after wrong passwords a server waits before it
+// answers (Dovecot doubles its auth failure delay per failure, up to 15 s),
+// and a refused login must read "refused", not "stopped answering".
+const loginTimeout = 45 * time.Second
+
 // jmapTarget is the URL a person typed for a JMAP account, made into the
 // one to ask: a bare origin gets /.well-known/jmap (RFC 8620 §2.2).
 func jmapTarget(raw string) (*url.URL, error) {
@@ -54,7 +60,7 @@ func jmapTarget(raw string) (*url.URL, error) {
 
 // probeJMAP fetches the session document with the credential and returns
 // the session URL to keep (after redirects).
-func probeJMAP(ctx context.Context, u *url.URL, auth func(*http.Request), timeout time.Duration) (string, error) {
+func probeJMAP(ctx context.Context, u *url.URL, auth func(*http.Request), timeout time.Duration, roots *x509.CertPool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -63,7 +69,7 @@ func probeJMAP(ctx context.Context, u *url.URL, auth func(*http.Request), timeou
 	}
 	req.Header.Set("Accept", "application/json")
 	auth(req)
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: timeout}).DialContext, TLSHandshakeTimeout: timeout}
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: timeout}).DialContext, TLSHandshakeTimeout: timeout, TLSClientConfig: &tls.Config{RootCAs: roots}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: func(r *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
@@ -110,17 +116,14 @@ func probeJMAP(ctx context.Context, u *url.URL, auth func(*http.Request), timeou
 func netErr(ctx context.Context, err error, addr string, timeout time.Duration, proto string) error {
 	var ne net.Error
 	var dns *net.DNSError
-	var cert *tls.CertificateVerificationError
-	var unknown x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
 	var rec tls.RecordHeaderError
 	switch {
 	case errors.As(err, &dns):
 		return failf("offline", "%s is not a host name Ferry can find: check the address", dns.Name)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return failf("offline", "nothing is listening at %s: check the host and port", addr)
-	case errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &hostErr):
-		return failf("tls", "the certificate of %s is not trusted for that name: check the address", addr)
+	case certErr(err, addr) != nil:
+		return certErr(err, addr)
 	case (errors.As(err, &rec) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")) && proto == "JMAP":
 		return failf("tls", "%s does not speak TLS: use http:// for a server on this machine, or the server's https:// address", addr)
 	case errors.As(err, &rec):
@@ -140,6 +143,7 @@ type imapProbe struct {
 	tls            bool // implicit TLS
 	starttls       bool // STARTTLS after the greeting
 	user, password string
+	roots          *x509.CertPool // trusted CAs (nil: the system's)
 }
 
 func (p imapProbe) addr() string { return net.JoinHostPort(p.host, fmt.Sprint(p.port)) }
@@ -156,7 +160,7 @@ func probeIMAP(ctx context.Context, p imapProbe, timeout time.Duration) error {
 	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
 	if p.tls {
-		tc := tls.Client(conn, &tls.Config{ServerName: p.host})
+		tc := tls.Client(conn, &tls.Config{ServerName: p.host, RootCAs: p.roots})
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return netErr(ctx, err, p.addr(), timeout, "TLS")
 		}
@@ -195,7 +199,7 @@ func imapStartTLS(ctx context.Context, conn net.Conn, p imapProbe, timeout time.
 	if r.Buffered() > 0 {
 		return failf("tls", "%s sent data before the TLS handshake: do not use this server", p.addr())
 	}
-	tc := tls.Client(conn, &tls.Config{ServerName: p.host})
+	tc := tls.Client(conn, &tls.Config{ServerName: p.host, RootCAs: p.roots})
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return netErr(ctx, err, p.addr(), timeout, "TLS")
 	}
@@ -233,12 +237,16 @@ func imapLoginAfterGreeting(conn net.Conn, r *bufio.Reader, p imapProbe) error {
 	if strings.ContainsAny(p.user+p.password, "\r\n\x00") {
 		return usagef("the user name or password has a line break in it")
 	}
+	conn.SetDeadline(time.Now().Add(loginTimeout))
 	fmt.Fprintf(conn, "F1 LOGIN %s %s\r\n", quoteIMAP(p.user), quoteIMAP(p.password))
 	for lines := 0; ; lines++ {
 		if lines > maxLoginLines {
 			return failf("offline", "%s answers the login with endless untagged lines: is it an IMAP server?", p.addr())
 		}
 		line, err := readIMAPLine(r)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return failf("offline", "%s did not answer the login within %s (a server slows down after wrong passwords): check the password, and try again in a minute", p.addr(), loginTimeout)
+		}
 		if err != nil {
 			return failf("offline", "%s stopped answering during the login: try again", p.addr())
 		}

@@ -19,6 +19,7 @@ import (
 //	DIR/state.json    the last sync attempt, for "ferry status"
 //	DIR/ferry.log     the device's log (kept under logLimit)
 //	DIR/device/       the tandem device (tandem.Open)
+//	DIR/ca.pem        the mail server's CA, from connect --ca-file (trust.go)
 const (
 	profileFile = "profile.json"
 	stateFile   = "state.json"
@@ -158,6 +159,7 @@ type session struct {
 	prof    profileJSON
 	dev     *tandem.Device
 	log     *os.File
+	trust   *trust // the CAs trusted for the mail server (nil: the system's)
 	watcher bool   // sync --watch: never asks another process to yield
 	unyield func() // removes this process's yield request
 }
@@ -198,7 +200,12 @@ func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{dir: dir, prof: prof, watcher: watcher}
+	s := &session{dir: dir, prof: prof, watcher: watcher, trust: a.trust}
+	if s.trust == nil {
+		if s.trust, err = profileTrust(dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.openDevice(ctx, nil); err != nil {
 		return nil, err
 	}
@@ -210,7 +217,7 @@ func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 	s.log = openLog(s.dir)
 	finishStartOver(s.dir)
-	opts := tandem.Options{Name: s.prof.Name, Logger: s.logger()}
+	opts := tandem.Options{Name: s.prof.Name, Logger: s.logger(), RootCAs: s.trust.roots()}
 	deadline := time.Now().Add(lockWait)
 	if s.watcher { // a command between two of the watcher's runs, or another watcher
 		deadline = time.Now().Add(watcherLockWait)

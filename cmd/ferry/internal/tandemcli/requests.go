@@ -2,6 +2,8 @@ package tandemcli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base32"
 	"fmt"
 	"strings"
 
@@ -18,6 +20,21 @@ type requestOut struct {
 	User              string `json:"user"`
 	Role              string `json:"role"`
 	PreviouslyRemoved bool   `json:"previously_removed"`
+	hubID             string // tandem's ID of the request, for Approve and Decline
+}
+
+// requestID is the ID ferry shows for a join request: derived from the
+// request itself (its list, its user and the message it came in), so it
+// is the same on every sync and every device of the owner, and two
+// requests differ in their first characters (docs/decisions/cli-request-ids.md).
+func requestID(r tandem.JoinRequest) string {
+	h := sha256.Sum256([]byte("ferry join request\x00" + r.Collection.String() + "\x00" + r.User.String() + "\x00" + r.ID))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h[:10]))
+}
+
+// newRequestOut is how ferry shows request r of list l.
+func newRequestOut(r tandem.JoinRequest, l listInfo) requestOut {
+	return requestOut{ID: requestID(r), List: l.ID, ListName: l.Name, Name: r.Name, User: r.User.String(), Role: string(r.Role), PreviouslyRemoved: r.PreviouslyRemoved, hubID: r.ID}
 }
 
 // allRequests lists the pending join requests of every list.
@@ -29,7 +46,7 @@ func allRequests(d *tandem.Device) ([]requestOut, error) {
 	out := []requestOut{}
 	for _, l := range lists {
 		for _, r := range d.Requests(l.id) {
-			out = append(out, requestOut{ID: r.ID, List: l.ID, ListName: l.Name, Name: r.Name, User: r.User.String(), Role: string(r.Role), PreviouslyRemoved: r.PreviouslyRemoved})
+			out = append(out, newRequestOut(r, l))
 		}
 	}
 	return out, nil
@@ -63,10 +80,10 @@ func (a *app) requestsCmd() *cobra.Command {
 			}
 			for _, r := range rs {
 				if r.PreviouslyRemoved {
-					fmt.Fprintf(w, "%s  %s was removed from %s. Add them again? (ferry approve %s)\n", short(r.ID), r.Name, r.ListName, short(r.ID))
+					fmt.Fprintf(w, "%s  %s was removed from %s. Add them again? (ferry approve %s)\n", short(r.ID), disp(r.Name), disp(r.ListName), short(r.ID))
 					continue
 				}
-				fmt.Fprintf(w, "%s  %s wants to join %s as %s (ferry approve %s, or decline)\n", short(r.ID), r.Name, r.ListName, r.Role, short(r.ID))
+				fmt.Fprintf(w, "%s  %s wants to join %s as %s (ferry approve %s, or decline)\n", short(r.ID), disp(r.Name), disp(r.ListName), r.Role, short(r.ID))
 			}
 			return nil
 		},
@@ -105,9 +122,9 @@ func (a *app) decideCmd(approve bool) *cobra.Command {
 			ctx, cancel := context.WithTimeout(c.Context(), syncTimeout)
 			defer cancel()
 			if approve {
-				err = s.dev.Approve(ctx, r.ID)
+				err = s.dev.Approve(ctx, r.hubID)
 			} else {
-				err = s.dev.Decline(ctx, r.ID)
+				err = s.dev.Decline(ctx, r.hubID)
 			}
 			s.saveState(err)
 			if err != nil {
@@ -116,7 +133,7 @@ func (a *app) decideCmd(approve bool) *cobra.Command {
 			if a.json {
 				return emit(c.OutOrStdout(), r)
 			}
-			fmt.Fprintf(c.OutOrStdout(), done+"\n", r.Name, r.ListName)
+			fmt.Fprintf(c.OutOrStdout(), done+"\n", disp(r.Name), disp(r.ListName))
 			return nil
 		},
 	}
@@ -126,7 +143,7 @@ func (a *app) decideCmd(approve bool) *cobra.Command {
 func findRequest(rs []requestOut, ref string) (requestOut, error) {
 	var hits []requestOut
 	for _, r := range rs {
-		if strings.EqualFold(r.Name, ref) || len(ref) >= 4 && strings.HasPrefix(r.ID, ref) {
+		if nameKey(r.Name) == nameKey(ref) || len(ref) >= 4 && strings.HasPrefix(r.ID, strings.ToLower(ref)) {
 			hits = append(hits, r)
 		}
 	}

@@ -87,7 +87,7 @@ func (a *app) roleCmd() *cobra.Command {
 			if a.json {
 				return emit(c.OutOrStdout(), memberOut{Name: m.Name, User: m.User.String(), Role: string(role)})
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s is now a %s of %s.\n", m.Name, role, l.Name)
+			fmt.Fprintf(c.OutOrStdout(), "%s is now a %s of %s.\n", disp(m.Name), role, disp(l.Name))
 			return nil
 		},
 	}
@@ -130,7 +130,7 @@ func (a *app) removeCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			if !a.confirm(c, fmt.Sprintf("Remove %s from %s?", m.Name, l.Name)) {
+			if !a.confirm(c, fmt.Sprintf("Remove %s from %s?", disp(m.Name), disp(l.Name))) {
 				return failf("declined", "%s stays in %s (answer y to remove)", m.Name, l.Name)
 			}
 			if err := a.sharingChange(c, s, l, func(ctx context.Context) error { return s.dev.RemoveMember(ctx, l.id, m.User) }); err != nil {
@@ -139,7 +139,7 @@ func (a *app) removeCmd() *cobra.Command {
 			if a.json {
 				return emit(c.OutOrStdout(), memberOut{Name: m.Name, User: m.User.String(), Role: string(m.Role)})
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Removed %s from %s; the list has a new key.\n", m.Name, l.Name)
+			fmt.Fprintf(c.OutOrStdout(), "Removed %s from %s; the list has a new key.\n", disp(m.Name), disp(l.Name))
 			return nil
 		},
 	}
@@ -165,7 +165,7 @@ func (a *app) deleteCmd() *cobra.Command {
 			case l.Role != tandem.RoleOwner:
 				return failf("not_writable", "only the owner of %s can delete it; ferry leave %s takes it off your devices", l.Name, short(l.ID))
 			}
-			if !a.confirm(c, fmt.Sprintf("Delete %s for everyone? There is no undo.", l.Name)) {
+			if !a.confirm(c, fmt.Sprintf("Delete %s for everyone? There is no undo.", disp(l.Name))) {
 				return failf("declined", "%s is kept (answer y to delete it)", l.Name)
 			}
 			if err := a.sharingChange(c, s, l, func(ctx context.Context) error { return s.dev.DeleteCollection(ctx, l.id) }); err != nil {
@@ -174,7 +174,7 @@ func (a *app) deleteCmd() *cobra.Command {
 			if a.json {
 				return emit(c.OutOrStdout(), map[string]any{"list": l.ID, "name": l.Name, "deleted": true})
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Deleted %s. Its members keep a read-only copy (ferry copy makes it a list again).\n", l.Name)
+			fmt.Fprintf(c.OutOrStdout(), "Deleted %s. Its members keep a read-only copy (ferry copy makes it a list again).\n", disp(l.Name))
 			return nil
 		},
 	}

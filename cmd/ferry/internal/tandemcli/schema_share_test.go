@@ -33,7 +33,7 @@ func TestJSONSchemaSharing(t *testing.T) {
 	a1.okIn(pass, "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
 	a1.ok("new", "House")
 
-	add := a1.start("device", "add", "--json")
+	add := a1.start("device", "add", "--json", "--yes")
 	offer := decodeLine(t, "device add", add.line(`^\{"expires".*`)[0], schema{"payload": "string", "expires": "string"})
 	join := a2.start("device", "join", offer["payload"].(string), "--name", "Aimee", "--json")
 	code := decodeLine(t, "device join", join.line(`^\{"code".*`)[0], schema{"code": "string", "expires": "string"})

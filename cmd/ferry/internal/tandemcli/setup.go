@@ -26,8 +26,9 @@ func (a *app) initCmd() *cobra.Command {
 		Short:   "Set up this profile as a new device of a new user, and show the backup key once",
 		Long: `Set up a new identity in the profile: you, as a Ferry user, with this device.
 The backup key is shown once: write it down, it is the only way back in if
-you lose every device (ferry backup-key shows it again). Then connect a mail
-account with ferry connect. To add this device to an identity you already
+you lose every device (ferry backup-key shows it again). Then either join a
+list someone sent you (ferry join LINK: it brings their mail account), or
+connect your own mail account for your lists (ferry connect). To add this device to an identity you already
 have, use ferry restore instead.`,
 		Args: args(0, 0, ""),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -103,7 +104,7 @@ func (a *app) printIdentity(w io.Writer, s *session, key string) error {
 		fmt.Fprintf(w, "\nYour backup key:\n\n    %s\n\n%s\n", out.BackupKey, backupSentence)
 		fmt.Fprintln(w, "Keep the details of your mail account next to it.")
 	}
-	fmt.Fprintln(w, "\nNext: connect a mail account with ferry connect jmap URL or ferry connect imap HOST.")
+	fmt.Fprintln(w, "\nNext, one of:\n  ferry join LINK      join a list someone sent you (it brings their mail account)\n  ferry connect ...    connect your own mail account for your lists (ferry connect jmap URL, or ferry connect imap HOST)")
 	return nil
 }
 

@@ -111,7 +111,7 @@ invite gets access to this account's mailbox.`,
 				printQR(w, inv.Payload)
 			}
 			fmt.Fprintf(w, "\n%s\n\n", text)
-			fmt.Fprintf(w, "Invite to %s as %s, until %s. Everyone you invite gets access to this account's mailbox.\n", l.Name, opts.Role, inv.Expires.Local().Format("2006-01-02 15:04"))
+			fmt.Fprintf(w, "Invite to %s as %s, until %s. Everyone you invite gets access to this account's mailbox.\n", disp(l.Name), opts.Role, inv.Expires.Local().Format("2006-01-02 15:04"))
 			if link {
 				fmt.Fprintln(w, "They run ferry join with this link; then ferry requests shows them and ferry approve lets them in.")
 				return nil
@@ -154,7 +154,7 @@ func (a *app) closeInvites(c *cobra.Command, list string) error {
 	if a.json {
 		return emit(c.OutOrStdout(), map[string]any{"list": l.ID, "name": l.Name, "closed": n})
 	}
-	fmt.Fprintf(c.OutOrStdout(), "Closed %d open invite(s) to %s: nobody can join with them any more.\n", n, l.Name)
+	fmt.Fprintf(c.OutOrStdout(), "Closed %d open invite(s) to %s: nobody can join with them any more.\n", n, disp(l.Name))
 	return nil
 }
 
@@ -225,7 +225,7 @@ func (a *app) runUntilJoined(ctx context.Context, w io.Writer, s *session, l lis
 				if a.json {
 					emit(w, map[string]any{"joined": m.Name, "user": m.User.String(), "role": string(m.Role)})
 				} else {
-					fmt.Fprintf(w, "%s joined %s.\n", m.Name, l.Name)
+					fmt.Fprintf(w, "%s joined %s.\n", disp(m.Name), disp(l.Name))
 				}
 				stop()
 				<-done
@@ -243,7 +243,10 @@ func (a *app) joinCmd() *cobra.Command {
 		GroupID: groupShare,
 		Short:   "Join a list with the link or text someone shared (- reads it from standard input)",
 		Long: `Ask to join the list an invite names. A device without a mail account takes
-the invite's. An invite by QR code lets you in as soon as the owner's device
+the invite's. A profile connected to another account than the invite's can
+switch to it while it has no lists (ferry asks first); one with lists joins
+from a new profile instead (ferry init --profile DIR, then ferry join
+--profile DIR LINK). An invite by QR code lets you in as soon as the owner's device
 syncs; a link waits for the owner to approve ("Waiting for Jesper to
 approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 		Args: args(1, 1, "join INVITE"),
@@ -261,6 +264,9 @@ approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 				return err
 			}
 			defer s.close()
+			if err := a.takeInviteHub(c, s, info); err != nil {
+				return err
+			}
 			id, err := s.dev.Join(c.Context(), text, s.prof.Name)
 			if err != nil {
 				return err
@@ -282,6 +288,7 @@ approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "keep syncing until the owner lets you in or declines (Ctrl-C stops)")
+	c.Flags().BoolVarP(&a.yes, "yes", "y", false, "switch a profile without lists to the invite's mail account without asking")
 	return a.flags(c, true)
 }
 
@@ -332,13 +339,13 @@ func membership(d *tandem.Device, j pendingJoin) membershipOut {
 	out := membershipOut{List: j.List, Name: name, Owner: owner, State: string(st)}
 	switch st {
 	case tandem.MembershipWaiting, tandem.MembershipNone:
-		out.State, out.Message = "waiting", fmt.Sprintf("Waiting for %s to approve.", owner)
+		out.State, out.Message = "waiting", fmt.Sprintf("Waiting for %s to approve.", disp(owner))
 	case tandem.MembershipDeclined: // by the owner, or because the invite no longer admits anyone
-		out.Message = d.WhyDeclined(id).Message(j.Owner, name)
+		out.Message = disp(d.WhyDeclined(id).Message(j.Owner, name))
 	case tandem.MembershipActive:
-		out.Message = fmt.Sprintf("You're in: %s is on this device.", name)
+		out.Message = fmt.Sprintf("You're in: %s is on this device.", disp(name))
 	case tandem.MembershipLeft:
-		out.Message = fmt.Sprintf("You left %s.", name)
+		out.Message = fmt.Sprintf("You left %s.", disp(name))
 	}
 	return out
 }

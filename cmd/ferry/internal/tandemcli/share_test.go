@@ -122,7 +122,7 @@ func TestSharingDovecot(t *testing.T) {
 	a1.ok("sync")
 
 	// Pairing: a1 shows the code, a2 joins, both show the same six digits.
-	add := a1.start("device", "add")
+	add := a1.start("device", "add", "--yes")
 	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
 	join := a2.start("device", "join", payload, "--name", "Aimee")
 	joinCode := join.line(`^Code (\d{3} \d{3})$`)[1]
@@ -331,7 +331,7 @@ func TestSharingDovecot(t *testing.T) {
 	e.ok("init", "--name", "Erin")
 	e.env = []string{"FERRY_PASSWORD=x"}
 	e.run("connect", "jmap", fakeJMAP(t, 100).URL, "--user", "x")
-	wantErr(t, e.run("join", inv.Link), 1, "This invite is for a different sync hub. Ferry can only use one hub at a time.")
+	wantErr(t, e.run("join", inv.Link), 1, "answer y to switch this profile to the invite's account, or join it from a new profile")
 
 	// Members, and Jesper leaving.
 	var ms struct {
@@ -442,7 +442,7 @@ func TestPairingDeclined(t *testing.T) {
 	a, b := newDevice(t, "a"), newDevice(t, "b")
 	a.ok("init", "--name", "Aimee")
 	a.okIn(pass, "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
-	add := a.start("device", "add")
+	add := a.start("device", "add", "--yes")
 	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
 	join := b.start("device", "join", payload, "--name", "Mallet")
 	code := join.line(`^Code (\d{3} \d{3})$`)[1]

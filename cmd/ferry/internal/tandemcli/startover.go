@@ -133,10 +133,10 @@ func (a *app) printStartOver(c *cobra.Command, nd *tandem.Device, out startOverO
 	w := c.OutOrStdout()
 	fmt.Fprintf(w, "You have a new identity on this device.\n\nYour new backup key:\n\n    %s\n\n%s\n\n", out.Identity.BackupKey, backupSentence)
 	for _, cp := range out.Copies {
-		fmt.Fprintf(w, "Copied %s (%d item(s)): invite people again with ferry share.\n", cp.Name, cp.Records)
+		fmt.Fprintf(w, "Copied %s (%d item(s)): invite people again with ferry share.\n", disp(cp.Name), cp.Records)
 	}
 	for _, n := range out.AskAgain {
-		fmt.Fprintf(w, "%s is someone else's list: ask its owner to invite you again.\n", n)
+		fmt.Fprintf(w, "%s is someone else's list: ask its owner to invite you again.\n", disp(n))
 	}
 	fmt.Fprintf(w, "The old identity's files are in %s.\n", out.Old)
 	return nil

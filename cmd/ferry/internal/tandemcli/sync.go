@@ -290,15 +290,15 @@ func printStatus(c *cobra.Command, o statusOut) {
 	}
 	fmt.Fprintln(w)
 	for _, l := range o.Lists {
-		fmt.Fprintf(w, "  %-24s %-11s %d item(s)  %s\n", l.Name, l.State, l.Items, short(l.ID))
+		fmt.Fprintf(w, "  %-24s %-11s %d item(s)  %s\n", disp(l.Name), l.State, l.Items, short(l.ID))
 		if l.InFlight != "" {
 			fmt.Fprintf(w, "    Another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s.\n", l.InFlight, short(l.ID), short(l.ID))
 		}
 		if l.State == "removed" {
-			fmt.Fprintf(w, "    %s is no longer shared with you.\n", l.Name)
+			fmt.Fprintf(w, "    %s is no longer shared with you.\n", disp(l.Name))
 		}
 		if l.State == "can't sync" && o.Connection == "ok" {
-			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list? (ferry copy %s)\n", l.Name, short(l.ID))
+			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list? (ferry copy %s)\n", disp(l.Name), short(l.ID))
 		}
 	}
 }

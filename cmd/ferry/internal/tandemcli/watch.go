@@ -56,6 +56,7 @@ type change struct {
 }
 
 func (ch change) String() string {
+	ch.List, ch.Item, ch.Field, ch.Value, ch.By = disp(ch.List), disp(ch.Item), disp(ch.Field), disp(ch.Value), disp(ch.By)
 	by := ""
 	if ch.By != "" {
 		by = " (by " + ch.By + ")"

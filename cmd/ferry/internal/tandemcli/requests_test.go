@@ -1,0 +1,55 @@
+package tandemcli_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestRequestIDsDovecot: two people who join through one link show two
+// different request IDs, the same at every look (requests, members), and
+// each approves by the ID shown. (Dovecot's message IDs begin with the
+// same timestamp, so the start of tandem's ID was the same for both.)
+func TestRequestIDsDovecot(t *testing.T) {
+	addr, user, pass := dovecotAccount(t)
+	a := newDevice(t, "aimee")
+	a.ok("init", "--name", "Aimee")
+	a.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
+	a.ok("new", "House")
+	var inv struct{ Link string }
+	a.jsonOut(&inv, "share", "House", "--link")
+	for _, name := range []string{"Jesper", "Carol"} {
+		d := newDevice(t, strings.ToLower(name))
+		d.ok("init", "--name", name)
+		d.ok("join", inv.Link)
+	}
+	ids := func(out string) map[string]string {
+		m := map[string]string{}
+		for _, l := range regexp.MustCompile(`(?m)^(\S+)  (\S+) wants to join House as writer \(ferry approve (\S+), or decline\)$`).FindAllStringSubmatch(out, -1) {
+			if l[1] != l[3] {
+				t.Errorf("the line's ID %s and the approve's %s differ", l[1], l[3])
+			}
+			m[l[2]] = l[1]
+		}
+		return m
+	}
+	first := ids(a.ok("requests"))
+	if len(first) != 2 || first["Jesper"] == first["Carol"] {
+		t.Fatalf("two requests, IDs %v: want two different IDs", first)
+	}
+	if again := ids(a.ok("requests")); again["Jesper"] != first["Jesper"] || again["Carol"] != first["Carol"] {
+		t.Errorf("the IDs changed from %v to %v", first, again)
+	}
+	members := a.ok("members", "House")
+	for name, id := range first {
+		if !strings.Contains(members, name+" wants to join (ferry approve "+id+")") {
+			t.Errorf("members shows another ID for %s than %s:\n%s", name, id, members)
+		}
+	}
+	if out := a.ok("approve", first["Jesper"]); !strings.Contains(out, "Jesper can now use House.") {
+		t.Errorf("approve %s: %s", first["Jesper"], out)
+	}
+	if out := a.ok("decline", first["Carol"]); !strings.Contains(out, "Declined Carol's request to join House.") {
+		t.Errorf("decline %s: %s", first["Carol"], out)
+	}
+}
