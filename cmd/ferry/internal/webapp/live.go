@@ -230,9 +230,10 @@ func (l *live) run(ctx context.Context, p *tandemcli.Profile) {
 				return
 			}
 			st := d.Status()
-			if st.LastSync.After(lastSync) {
+			if st.LastSync.After(lastSync) { // requests, members and leaves arrive with a sync
 				lastSync = st.LastSync
 				p.SaveSync(nil)
+				l.changed()
 			}
 			if k := statusKey(st, l.stopped()); k != last {
 				last = k

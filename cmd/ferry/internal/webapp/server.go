@@ -27,8 +27,10 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// cookieName holds the per-launch secret once the opened URL handed it over.
-const cookieName = "ferry_app"
+// cookiePrefix names the cookie that holds the per-launch secret once the
+// opened URL handed it over; the port follows, since browsers share cookies
+// across the ports of one host (two profiles' apps side by side).
+const cookiePrefix = "ferry_app_"
 
 // csp is the page's Content-Security-Policy: nothing from elsewhere, no
 // inline script or style, no frames, forms only to this app.
@@ -40,6 +42,7 @@ type server struct {
 	live   *live
 	log    *slog.Logger
 	secret string          // in the URL the command opens, then in the cookie
+	cookie string          // the cookie's name
 	csrf   string          // in every form
 	hosts  map[string]bool // Host headers this server answers (DNS rebinding)
 	origin map[string]bool // Origin headers accepted on a POST
@@ -69,6 +72,7 @@ func newServer(l *live, log *slog.Logger, addr string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.cookie = cookiePrefix + port
 	names := []string{host}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
 		names = append(names, "localhost", "127.0.0.1", "[::1]")
@@ -113,11 +117,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "This link is from an earlier ferry app: open the one it printed last.", http.StatusForbidden)
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/", http.StatusSeeOther) // the secret leaves the address bar and the history
 		return
 	}
-	if c, err := r.Cookie(cookieName); err != nil || !equal(c.Value, s.secret) {
+	if c, err := r.Cookie(s.cookie); err != nil || !equal(c.Value, s.secret) {
 		http.Error(w, "Open the link ferry app printed: this browser has not been let in.", http.StatusForbidden)
 		return
 	}
