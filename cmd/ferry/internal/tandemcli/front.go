@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ferry-sync/ferry/tandem"
 )
@@ -138,3 +139,37 @@ func Kind(err error) string { return classify(err).Kind }
 // YieldRequested reports whether a ferry command waits for the device of
 // the profile in dir.
 func YieldRequested(dir string) bool { return yieldRequested(dir) }
+
+// Join asks to join the list an invite names, as ferry join does (ferry
+// status then tells where it stands); the request goes out at the next sync.
+func (p *Profile) Join(ctx context.Context, invite string) (tandem.CollectionID, error) {
+	info, err := tandem.ParseInvite(invite)
+	if err != nil {
+		return tandem.CollectionID{}, err
+	}
+	id, err := p.s.dev.Join(ctx, invite, p.s.prof.Name)
+	if err != nil {
+		return id, err
+	}
+	j := pendingJoin{List: id.String(), Hint: info.Hint, Owner: info.By.Name}
+	joins := slices.DeleteFunc(readJoins(p.s.dir), func(x pendingJoin) bool { return x.List == j.List })
+	return id, writeJSON(filepath.Join(p.s.dir, joinsFile), append(joins, j))
+}
+
+// JoinState is where a request to join a list stands.
+type JoinState struct {
+	List    tandem.CollectionID
+	State   string // waiting, declined, active, left
+	Message string // for a person: "Waiting for Aimee to approve."
+}
+
+// Joins lists the lists this profile asked to join, as ferry status does.
+func (p *Profile) Joins() []JoinState {
+	var out []JoinState
+	for _, j := range readJoins(p.s.dir) {
+		m := membership(p.s.dev, j)
+		id, _ := tandem.ParseCollectionID(j.List)
+		out = append(out, JoinState{List: id, State: m.State, Message: m.Message})
+	}
+	return out
+}

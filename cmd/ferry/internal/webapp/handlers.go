@@ -39,7 +39,7 @@ func parsePages() (map[string]*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"short": func(s string) string { return s[:min(len(s), 6)] }}
+	funcs := template.FuncMap{"role": roleName}
 	out := map[string]*template.Template{}
 	for _, n := range names {
 		if n.Name() == "layout.html" {
@@ -52,6 +52,14 @@ func parsePages() (map[string]*template.Template, error) {
 		out[strings.TrimSuffix(n.Name(), ".html")] = t
 	}
 	return out, nil
+}
+
+// roleName is a role as the pages call it: a writer is an editor.
+func roleName(r tandem.Role) string {
+	if r == tandem.RoleWriter {
+		return "editor"
+	}
+	return string(r)
 }
 
 func (s *server) routes() {
@@ -79,10 +87,14 @@ func (s *server) routes() {
 	s.mux = m
 }
 
+// refreshHeader marks the fetches of the live script: they leave the
+// line an action ended with for the page the person navigates to.
+const refreshHeader = "X-Ferry-Refresh"
+
 // render writes a page: the layout with the named page's content.
-func (s *server) render(w http.ResponseWriter, name string, d pageData) {
+func (s *server) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
 	d.CSRF = s.csrf
-	if d.Flash == "" {
+	if d.Flash == "" && r.Header.Get(refreshHeader) == "" {
 		d.Flash = s.takeFlash()
 	}
 	var b strings.Builder
@@ -106,7 +118,7 @@ func (s *server) page(name string, fn pageFn) http.HandlerFunc {
 			if err != nil {
 				return err
 			}
-			s.render(w, name, s.frame(p, title, body))
+			s.render(w, r, name, s.frame(p, title, body))
 			return nil
 		})
 		s.failed(w, r, err)
@@ -121,14 +133,14 @@ func (s *server) failed(w http.ResponseWriter, r *http.Request, err error) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	case errors.Is(err, errBusy):
 		w.WriteHeader(http.StatusServiceUnavailable)
-		s.render(w, "message", pageData{Title: "Busy", Status: indicatorView{"Paused", "behind"},
+		s.render(w, r, "message", pageData{Title: "Busy", Status: indicatorView{"Paused", "behind"},
 			Body: "Another ferry command is using this profile. This page comes back when it is done: reload it in a moment."})
 	case tandem.CodeOf(err) == tandem.CodeNotFound || errors.Is(err, errNotFound):
 		w.WriteHeader(http.StatusNotFound)
-		s.render(w, "message", pageData{Title: "Not found", Body: "There is no such list or item here (any more)."})
+		s.render(w, r, "message", pageData{Title: "Not found", Body: "There is no such list or item here (any more)."})
 	default:
 		w.WriteHeader(http.StatusInternalServerError)
-		s.render(w, "message", pageData{Title: "Error", Body: tandemcli.Message(err)})
+		s.render(w, r, "message", pageData{Title: "Error", Body: tandemcli.Message(err)})
 	}
 }
 

@@ -246,10 +246,10 @@ func (p *page) waitJS(expr string, within time.Duration) {
 	p.t.Fatalf("%s: %s did not hold within %s (%v)\npage: %s", p.name, expr, within, err, p.text())
 }
 
-// waitText waits until the main part of the page shows s.
+// waitText waits until the page (its notices and main part) shows s.
 func (p *page) waitText(s string, within time.Duration) {
 	p.t.Helper()
-	p.waitJS(fmt.Sprintf(`document.querySelector("main") !== null && document.querySelector("main").innerText.includes(%q)`, s), within)
+	p.waitJS(fmt.Sprintf(`document.getElementById("live") !== null && document.getElementById("live").innerText.includes(%q)`, s), within)
 }
 
 // eval evaluates a JavaScript expression on the page.

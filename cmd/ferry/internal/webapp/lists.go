@@ -10,8 +10,9 @@ import (
 )
 
 type homeBody struct {
-	Name  string
-	Lists []listView
+	Name    string
+	Lists   []listView
+	Waiting []string // requests to join not answered yes yet
 }
 
 // home is the lists, or the first-run pages while the profile is not set up.
@@ -22,22 +23,28 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	err := s.live.with(r.Context(), useWait, func(p *tandemcli.Profile) error {
 		d := p.Device()
 		if key := s.takeBackup(); key != "" {
-			s.render(w, "backup", s.frame(p, "Your backup key", key))
+			s.render(w, r, "backup", s.frame(p, "Your backup key", key))
 			return nil
 		}
 		if d.Hub().IsZero() {
-			s.render(w, "connect", s.frame(p, "Connect a mail account", nil))
+			s.render(w, r, "connect", s.frame(p, "Connect a mail account", nil))
 			return nil
 		}
 		lists, err := allLists(d)
 		if err != nil {
 			return err
 		}
-		s.render(w, "home", s.frame(p, "Lists", homeBody{Name: p.Name(), Lists: lists}))
+		b := homeBody{Name: p.Name(), Lists: lists}
+		for _, j := range p.Joins() {
+			if j.State == "waiting" || j.State == "declined" {
+				b.Waiting = append(b.Waiting, j.Message)
+			}
+		}
+		s.render(w, r, "home", s.frame(p, "Lists", b))
 		return nil
 	})
 	if errors.Is(err, errNoProfile) {
-		s.render(w, "setup", pageData{Title: "Welcome", Status: indicatorView{"Not set up yet", "none"}})
+		s.render(w, r, "setup", pageData{Title: "Welcome", Status: indicatorView{"Not set up yet", "none"}})
 		return
 	}
 	s.failed(w, r, err)
@@ -74,9 +81,7 @@ func (s *server) join(r *http.Request, p *tandemcli.Profile) (string, string, er
 	if err != nil {
 		return "/", "", badForm("That is not an invite link: paste the whole link you were sent.")
 	}
-	d := p.Device()
-	c, err := d.Join(r.Context(), link, p.Name())
-	if err != nil {
+	if _, err := p.Join(r.Context(), link); err != nil {
 		return "/", "", err
 	}
 	s.live.poke() // a device without a hub took the invite's: Run starts
@@ -84,7 +89,7 @@ func (s *server) join(r *http.Request, p *tandemcli.Profile) (string, string, er
 	if name == "" {
 		name = "the list"
 	}
-	return "/l/" + c.String(), "Asked " + info.By.Name + " to let you into " + name + ".", nil
+	return "/", "Asked " + info.By.Name + " to let you into " + name + ".", nil
 }
 
 type listBody struct {

@@ -104,7 +104,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make the browser send "Origin: null" on our own posts
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
@@ -127,6 +127,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if !s.sameOrigin(r) {
+			s.log.Warn("refused a request from another site", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "fetch-site", r.Header.Get("Sec-Fetch-Site"))
 			http.Error(w, "Refused: this request came from another site.", http.StatusForbidden)
 			return
 		}

@@ -54,7 +54,7 @@ func (s *server) showSetup(w http.ResponseWriter, r *http.Request) bool {
 	pr.mu.Lock()
 	b := pairBody{Code: sixDigits(pr.code), Err: pr.err}
 	pr.mu.Unlock()
-	s.render(w, "pair", pageData{Title: "Add this device", Status: indicatorView{"Not set up yet", "none"}, Body: b})
+	s.render(w, r, "pair", pageData{Title: "Add this device", Status: indicatorView{"Not set up yet", "none"}, Body: b})
 	return true
 }
 

@@ -3,6 +3,7 @@ package webapp
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"rsc.io/qr"
@@ -198,7 +199,7 @@ func (s *server) setRole(r *http.Request, p *tandemcli.Profile) (string, string,
 		if r.PostFormValue("role") == string(tandem.RoleReader) {
 			role = tandem.RoleReader
 		}
-		return m.Name + " is now a " + string(role) + ".", d.SetRole(r.Context(), c, m.User, role)
+		return m.Name + " is now " + article(roleName(role)) + ".", d.SetRole(r.Context(), c, m.User, role)
 	})
 	return next + "/share", msg, err
 }
@@ -223,4 +224,12 @@ func (s *server) closeInvites(r *http.Request, p *tandemcli.Profile) (string, st
 		return "Closed " + itoa(n) + " invites.", err
 	})
 	return next + "/share", msg, err
+}
+
+// article puts "a" or "an" before a role's name.
+func article(w string) string {
+	if strings.IndexByte("aeiou", w[0]) >= 0 {
+		return "an " + w
+	}
+	return "a " + w
 }
