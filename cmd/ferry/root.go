@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-sync/ferry/cmd/ferry/internal/tandemcli"
+	"github.com/ferry-sync/ferry/cmd/ferry/internal/webapp"
 )
 
 func newRootCmd() *cobra.Command {
@@ -22,6 +23,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newPeerCmd())
 	tandemcli.Register(root, tandemcli.Config{}) // init, connect, new, add, sync, ... (Tandem lists)
+	root.AddCommand(webapp.Command(webapp.Config{}))
 	// Subsystems register their commands here, one line each.
 	return root
 }

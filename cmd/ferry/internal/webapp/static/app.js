@@ -1,0 +1,82 @@
+// Live updates for ferry app: when the server says the device changed
+// (Server-Sent Events on /events), fetch this page again and swap in its
+// fresh content. Every page works without this script (plain forms).
+"use strict";
+(function () {
+  if (!window.EventSource || !window.DOMParser || !window.fetch) return;
+  var root = document.documentElement;
+  var busy = false, again = false, pending = false;
+
+  // editing reports whether the user is typing in a field a swap would
+  // reset: the swap waits until they leave it.
+  function editing() {
+    var a = document.activeElement;
+    if (!a) return false;
+    if (a.tagName === "TEXTAREA" && !a.readOnly) return true;
+    return a.tagName === "INPUT" && !a.readOnly && a.type !== "hidden" && a.type !== "checkbox" && a.value !== "";
+  }
+
+  // typed collects what the person typed or chose and has not sent yet,
+  // by field id, to carry over into the fresh page.
+  function typed(root) {
+    var out = {};
+    root.querySelectorAll("input[id], textarea[id], select[id]").forEach(function (e) {
+      if (e.readOnly || e.type === "hidden") return;
+      if (e.tagName === "SELECT") {
+        if (!Array.prototype.every.call(e.options, function (o) { return o.selected === o.defaultSelected; })) out[e.id] = e.value;
+      } else if (e.type === "checkbox") {
+        if (e.checked !== e.defaultChecked) out[e.id] = e.checked;
+      } else if (e.value !== e.defaultValue) {
+        out[e.id] = e.value;
+      }
+    });
+    return out;
+  }
+
+  function restore(kept) {
+    Object.keys(kept).forEach(function (id) {
+      var e = document.getElementById(id);
+      if (!e) return;
+      if (e.type === "checkbox") e.checked = kept[id]; else e.value = kept[id];
+    });
+  }
+
+  function refresh() {
+    if (busy) { again = true; return; }
+    if (editing()) { pending = true; return; }
+    busy = true;
+    fetch(location.pathname + location.search, { credentials: "same-origin", headers: { "Accept": "text/html", "X-Ferry-Refresh": "1" } })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById("live"), cur = document.getElementById("live");
+        if (fresh && cur && !editing()) {
+          var focus = document.activeElement && document.activeElement.id;
+          var kept = typed(cur);
+          var flash = cur.querySelector(".flash");
+          if (flash && !fresh.querySelector(".flash")) fresh.querySelector("header").after(flash);
+          cur.replaceWith(document.adoptNode(fresh));
+          restore(kept);
+          document.title = doc.title;
+          if (focus && document.getElementById(focus)) document.getElementById(focus).focus();
+          root.dataset.updates = String(Number(root.dataset.updates || "0") + 1);
+        } else if (fresh) {
+          pending = true;
+        }
+      })
+      .catch(function () { pending = true; })
+      .then(function () {
+        busy = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  document.addEventListener("focusout", function () {
+    setTimeout(function () { if (pending && !editing()) { pending = false; refresh(); } }, 0);
+  });
+
+  var es = new EventSource("/events");
+  es.addEventListener("open", function () { root.dataset.live = "on"; });
+  es.addEventListener("error", function () { root.dataset.live = "off"; });
+  es.addEventListener("change", refresh);
+})();
