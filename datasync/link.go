@@ -1,0 +1,182 @@
+package datasync
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/replica"
+	"github.com/ferry-sync/ferry/datasync/transport"
+)
+
+// tagCaps starts the first message of each side of a link: the
+// data_versions entries it speaks, as uvarints (docs/decisions/datasync-node.md).
+const tagCaps = 'V'
+
+// maxCaps bounds the entries a peer may advertise.
+const maxCaps = 64
+
+// Serve accepts peers on ln until ctx ends, running one link per accepted
+// peer whose public key allow accepts (at most Options.MaxLinks at once).
+// Refused connections and failed links are reported, not returned; Serve
+// returns nil when ctx ends, or the listener's error.
+func (n *Node) Serve(ctx context.Context, ln net.Listener, allow func(PublicKey) bool) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, n.opts.MaxLinks)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return &Error{Code: CodeLinkClosed, Err: err}
+			}
+			select { // transient (out of descriptors): back off
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			c.Close()
+			n.report(&Error{Code: CodeTooLarge, Err: fmt.Errorf("connection from %s refused: %d links already open", c.RemoteAddr(), n.opts.MaxLinks)})
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			conn, err := transport.Accept(hctx, c, n.key.k, func(pub []byte) bool {
+				var p PublicKey
+				return len(pub) == len(p) && allow(PublicKey(pub))
+			})
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					n.report(translate(err, ""))
+				}
+				return
+			}
+			if err := n.run(ctx, conn); err != nil && ctx.Err() == nil {
+				n.report(translate(err, ""))
+			}
+		}()
+	}
+}
+
+// Connect dials addr, checks it is the peer with public key peer, and runs
+// one link until ctx ends (nil) or the link fails (an *Error: CodeUnreachable,
+// CodeHandshake, CodeCapabilities, CodeLinkClosed...). Reconnecting is the
+// caller's choice.
+func (n *Node) Connect(ctx context.Context, addr string, peer PublicKey) error {
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	c, err := (&net.Dialer{}).DialContext(hctx, "tcp", addr)
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return &Error{Code: CodeUnreachable, Err: err}
+	}
+	conn, err := transport.Initiate(hctx, c, n.key.k, peer[:])
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return translate(err, "")
+	}
+	if err := n.run(ctx, conn); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// run exchanges capabilities over a fresh link and then replicates until
+// ctx ends or the link fails.
+func (n *Node) run(ctx context.Context, conn transport.Conn) error {
+	defer conn.Close()
+	caps, err := n.exchangeCaps(ctx, conn)
+	if err != nil {
+		return err
+	}
+	l := replica.NewInSpace(n.space, conn, replica.Options{Caps: caps, Interval: n.opts.Interval, Blobs: n.blobs, Acts: &n.acts})
+	n.mu.Lock()
+	n.links[l] = struct{}{}
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.links, l)
+		n.mu.Unlock()
+	}()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := l.Run(ctx); err != nil && ctx.Err() == nil {
+		return translate(err, "")
+	}
+	return nil
+}
+
+// ownCaps are the entries this node speaks: its engine's encoding and the
+// media path.
+func (n *Node) ownCaps() frame.Caps {
+	return frame.Caps{n.eng.Encoding().Entry, frame.EntryMedia}
+}
+
+// exchangeCaps sends this node's entries and reads the peer's, which must
+// include this node's encoding: two engines of different encodings cannot
+// read each other's frames.
+func (n *Node) exchangeCaps(ctx context.Context, conn transport.Conn) (frame.Caps, error) {
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	msg := []byte{tagCaps}
+	for _, e := range n.ownCaps() {
+		msg = binary.AppendUvarint(msg, e)
+	}
+	if err := conn.Send(ctx, msg); err != nil {
+		return nil, translate(err, "")
+	}
+	in, err := conn.Recv(ctx)
+	if err != nil {
+		return nil, &Error{Code: CodeHandshake, Err: fmt.Errorf("no capabilities from the peer: %w", err)}
+	}
+	caps, err := parseCaps(in)
+	if err != nil {
+		return nil, &Error{Code: CodeHandshake, Err: err}
+	}
+	if enc := n.eng.Encoding(); !caps.Has(enc.Entry) {
+		return nil, &Error{Code: CodeCapabilities, Err: fmt.Errorf("the peer does not speak %s (entry %d); both sides must use the same engine", enc.Name, enc.Entry)}
+	}
+	return caps, nil
+}
+
+func parseCaps(b []byte) (frame.Caps, error) {
+	if len(b) == 0 || b[0] != tagCaps {
+		return nil, errors.New("the peer's first message is not its capabilities")
+	}
+	var caps frame.Caps
+	for b = b[1:]; len(b) > 0; {
+		e, n := binary.Uvarint(b)
+		if n <= 0 || len(caps) == maxCaps {
+			return nil, errors.New("malformed capabilities")
+		}
+		if !slices.Contains(caps, e) {
+			caps = append(caps, e)
+		}
+		b = b[n:]
+	}
+	return caps, nil
+}
