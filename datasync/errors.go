@@ -52,19 +52,25 @@ func (c Code) String() string {
 func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // Error is every error package datasync returns or reports. Doc names the
-// document concerned, when there is one; Err is the cause, for logs and
-// errors.Is.
+// document concerned and Peer the peer (its public key in hex, or its
+// address when the handshake did not get that far), when there is one; Err
+// is the cause, for logs and errors.Is.
 type Error struct {
 	Code Code
 	Doc  string
+	Peer string
 	Err  error
 }
 
 func (e *Error) Error() string {
-	if e.Doc != "" {
-		return fmt.Sprintf("datasync: %s: document %q: %v", e.Code, e.Doc, e.Err)
+	s := "datasync: " + e.Code.String()
+	if e.Peer != "" {
+		s += ": peer " + e.Peer
 	}
-	return fmt.Sprintf("datasync: %s: %v", e.Code, e.Err)
+	if e.Doc != "" {
+		s += fmt.Sprintf(": document %q", e.Doc)
+	}
+	return fmt.Sprintf("%s: %v", s, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -73,7 +79,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // errors.Is(err, &datasync.Error{Code: datasync.CodeHandshake}) works.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code && t.Doc == "" && t.Err == nil
+	return ok && t.Code == e.Code && t.Doc == "" && t.Peer == "" && t.Err == nil
 }
 
 // translate maps the sentinels of the packages under datasync to a code;

@@ -24,12 +24,12 @@ func Example() {
 	bobKey, _ := datasync.GenerateKey()
 	aliceDocs, _ := engine.NewKV("alice")
 	bobDocs, _ := engine.NewKV("bob")
-	alice, err := datasync.Open(filepath.Join(dir, "alice"), aliceDocs, aliceKey, datasync.Options{})
+	alice, err := datasync.Open(filepath.Join(dir, "alice.state"), aliceDocs, aliceKey, datasync.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	bob, _ := datasync.Open(filepath.Join(dir, "bob"), bobDocs, bobKey, datasync.Options{})
+	bob, _ := datasync.Open(filepath.Join(dir, "bob.state"), bobDocs, bobKey, datasync.Options{})
 	defer alice.Close()
 	defer bob.Close()
 

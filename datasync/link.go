@@ -3,6 +3,7 @@ package datasync
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,31 @@ import (
 	"github.com/ferry-sync/ferry/datasync/replica"
 	"github.com/ferry-sync/ferry/datasync/transport"
 )
+
+// EventKind says what happened to a link.
+type EventKind uint8
+
+// The link events.
+const (
+	LinkConnected EventKind = iota + 1 // handshake and capabilities done
+	LinkProgress                       // documents moved since the last event
+	LinkEnded                          // the link is over
+)
+
+// Event is one step of a link's life, given to Options.Events.
+type Event struct {
+	Kind EventKind
+	Peer PublicKey
+	// Addr is the peer's network address.
+	Addr string
+	// Sent and Received count the documents the link moved so far.
+	Sent, Received int
+	// Err is why an ended link ended; nil when its context ended.
+	Err error
+}
+
+// progressEvery is how often a link may report progress.
+const progressEvery = time.Second
 
 // tagCaps starts the first message of each side of a link: the
 // data_versions entries it speaks, as uvarints (docs/decisions/datasync-node.md).
@@ -59,18 +85,27 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener, allow func(PublicKey)
 			defer wg.Done()
 			defer func() { <-slots }()
 			hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			offered := ""
 			conn, err := transport.Accept(hctx, c, n.key.k, func(pub []byte) bool {
 				var p PublicKey
-				return len(pub) == len(p) && allow(PublicKey(pub))
+				if len(pub) != len(p) {
+					return false
+				}
+				offered = hex.EncodeToString(pub)
+				return allow(PublicKey(pub))
 			})
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
-					n.report(translate(err, ""))
+					e := translate(err, "")
+					if e.Peer = remoteIP(c); offered != "" && e.Code == CodeNotAllowed {
+						e.Peer = offered
+					}
+					n.report(e)
 				}
 				return
 			}
-			if err := n.run(ctx, conn); err != nil && ctx.Err() == nil {
+			if err := n.run(ctx, conn, c.RemoteAddr().String()); err != nil && ctx.Err() == nil {
 				n.report(translate(err, ""))
 			}
 		}()
@@ -99,20 +134,34 @@ func (n *Node) Connect(ctx context.Context, addr string, peer PublicKey) error {
 		}
 		return translate(err, "")
 	}
-	if err := n.run(ctx, conn); err != nil && ctx.Err() == nil {
+	if err := n.run(ctx, conn, addr); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
 }
 
+// remoteIP is the address a refusal names: the IP alone, since a client's
+// port changes with every attempt.
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
+}
+
 // run exchanges capabilities over a fresh link and then replicates until
 // ctx ends or the link fails.
-func (n *Node) run(ctx context.Context, conn transport.Conn) error {
+func (n *Node) run(ctx context.Context, conn transport.Conn, addr string) (err error) {
 	defer conn.Close()
 	caps, err := n.exchangeCaps(ctx, conn)
 	if err != nil {
 		return err
 	}
+	ev := Event{Addr: addr}
+	if p, perr := ParsePublicKey(conn.Peer()); perr == nil {
+		ev.Peer = p
+	}
+	n.event(ev, LinkConnected)
 	l := replica.NewInSpace(n.space, conn, replica.Options{Caps: caps, Interval: n.opts.Interval, Blobs: n.blobs, Acts: &n.acts})
 	n.mu.Lock()
 	n.links[l] = struct{}{}
@@ -122,12 +171,52 @@ func (n *Node) run(ctx context.Context, conn transport.Conn) error {
 		delete(n.links, l)
 		n.mu.Unlock()
 	}()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(lctx, func() { conn.Close() })
 	defer stop()
-	if err := l.Run(ctx); err != nil && ctx.Err() == nil {
-		return translate(err, "")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); n.progress(lctx, l, ev) }()
+	if rerr := l.Run(lctx); rerr != nil && ctx.Err() == nil {
+		err = translate(rerr, "")
 	}
-	return nil
+	cancel()
+	st := l.Stats()
+	ev.Sent, ev.Received, ev.Err = st.Sent, st.Received, err
+	n.event(ev, LinkEnded)
+	return err
+}
+
+func (n *Node) event(ev Event, kind EventKind) {
+	if n.opts.Events != nil {
+		ev.Kind = kind
+		n.opts.Events(ev)
+	}
+}
+
+// progress gives a LinkProgress event at most once a second while the
+// link's counts change, until ctx ends.
+func (n *Node) progress(ctx context.Context, l *replica.Link, ev Event) {
+	if n.opts.Events == nil {
+		return
+	}
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	var last replica.Stats
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if st := l.Stats(); st != last {
+			last = st
+			ev.Sent, ev.Received = st.Sent, st.Received
+			n.event(ev, LinkProgress)
+		}
+	}
 }
 
 // ownCaps are the entries this node speaks: its engine's encoding and the

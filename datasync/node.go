@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -31,6 +30,14 @@ type Options struct {
 	// replicate, a connection Serve refused — as *Error values. It must not
 	// block. Nil drops them.
 	Report func(*Error)
+	// Events receives each link's life: connected, progress (at most once a
+	// second, when something moved), ended. It must not block. Nil drops
+	// them.
+	Events func(Event)
+	// Actor is saved with the state: the actor (replica) name the app gave
+	// its engine, which must stay the same across runs. SavedActor reads
+	// it back before the engine is made.
+	Actor string
 }
 
 // The defaults of Options.
@@ -44,13 +51,14 @@ const (
 const handshakeTimeout = 10 * time.Second
 
 // Node is one replica of a 1:1 space: the documents an engine holds, kept
-// in step with peers over encrypted links. It owns the space's state in its
-// directory (document snapshots, the documents peers named, the quarantine
-// of blobs in flight to the engine) and the blob store the links share.
+// in step with peers over encrypted links. It owns the space's state (a
+// state file with the document snapshots and the documents peers named,
+// and beside it the quarantine of blobs in flight to the engine) and the
+// blob store the links share.
 // Read documents through the engine; write them with Update. A Node is safe
 // for concurrent use.
 type Node struct {
-	dir   string
+	state string
 	eng   engine.Engine
 	key   Key
 	opts  Options
@@ -60,41 +68,56 @@ type Node struct {
 
 	mu    sync.Mutex
 	links map[*replica.Link]struct{}
-	saved bool
 }
 
-// stateFile is the layout of the node's state.json.
+// stateFile is the layout of the state file.
 type stateFile struct {
 	Docs      map[string]string `json:"docs"`
 	PeerNamed []string          `json:"peer_named"`
+	Actor     string            `json:"actor,omitempty"`
 }
 
-// Open opens the node kept in dir (created if missing) over eng, known to
-// peers by key. The documents saved there are imported into eng; a blob
-// that ended an earlier process while the engine imported it is refused
-// from now on (docs/decisions/datasync-quarantine.md).
-func Open(dir string, eng engine.Engine, key Key, o Options) (*Node, error) {
+// Open opens the node whose state is kept in the file state (its directory
+// must exist; the file is made by Save) over eng, known to peers by key.
+// The documents saved there are imported into eng. Beside it,
+// state+".quarantine" records blobs in flight to the engine: one that
+// ended an earlier process is refused from now on
+// (docs/decisions/datasync-quarantine.md). An empty state keeps nothing
+// across runs.
+func Open(state string, eng engine.Engine, key Key, o Options) (*Node, error) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
 	}
 	if o.MaxLinks <= 0 {
 		o.MaxLinks = DefaultMaxLinks
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, &Error{Code: CodeState, Err: err}
+	n := &Node{state: state, eng: eng, key: key, opts: o, blobs: &attach.MemStore{}, links: map[*replica.Link]struct{}{}}
+	n.space = &exchange.Space{Engine: eng, Report: func(r exchange.Report) {
+		n.report(translate(r.Err, r.Doc))
+	}}
+	if state == "" {
+		return n, nil
 	}
-	ledger, err := quarantine.OpenDir(filepath.Join(dir, "quarantine"))
+	st, err := readState(state)
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := quarantine.OpenDir(state + ".quarantine")
 	if err != nil {
 		return nil, &Error{Code: CodeState, Err: err}
 	}
-	n := &Node{dir: dir, eng: eng, key: key, opts: o, blobs: &attach.MemStore{}, links: map[*replica.Link]struct{}{}}
-	n.space = &exchange.Space{Engine: eng, Ledger: ledger, Report: func(r exchange.Report) {
-		n.report(translate(r.Err, r.Doc))
-	}}
-	if err := n.load(); err != nil {
+	n.space.Ledger = ledger
+	if err := n.restore(st); err != nil {
 		return nil, err
 	}
 	return n, nil
+}
+
+// SavedActor is the Options.Actor saved in the state file, "" when there
+// is none (no file yet, or none was given).
+func SavedActor(state string) (string, error) {
+	st, err := readState(state)
+	return st.Actor, err
 }
 
 func (n *Node) report(e *Error) {
@@ -103,22 +126,26 @@ func (n *Node) report(e *Error) {
 	}
 }
 
-func (n *Node) statePath() string { return filepath.Join(n.dir, "state.json") }
-
-func (n *Node) load() error {
-	b, err := os.ReadFile(n.statePath())
+// readState reads a state file; a missing one is an empty state, one in
+// another layout an error (never taken for an empty state).
+func readState(path string) (stateFile, error) {
+	var st stateFile
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return st, nil
 	}
 	if err != nil {
-		return &Error{Code: CodeState, Err: err}
+		return st, &Error{Code: CodeState, Err: err}
 	}
-	var st stateFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
-		return &Error{Code: CodeState, Err: fmt.Errorf("%s is not a datasync state file: %w", n.statePath(), err)}
+		return st, &Error{Code: CodeState, Err: fmt.Errorf("not a state file: %w", err)}
 	}
+	return st, nil
+}
+
+func (n *Node) restore(st stateFile) error {
 	for doc, s := range st.Docs {
 		snap, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
@@ -159,7 +186,6 @@ func (n *Node) Update(ctx context.Context, doc string, edit func(engine.Engine) 
 		}
 	}
 	n.mu.Lock()
-	n.saved = false
 	links := make([]*replica.Link, 0, len(n.links))
 	for l := range n.links {
 		links = append(links, l)
@@ -174,10 +200,14 @@ func (n *Node) Update(ctx context.Context, doc string, edit func(engine.Engine) 
 	return first
 }
 
-// Save writes the documents and the names peers gave to the node's
-// directory, atomically (a crash leaves the previous state).
+// Save writes the documents and the names peers gave to the state file,
+// atomically (a crash leaves the previous state). Without a state file it
+// does nothing.
 func (n *Node) Save() error {
-	st := stateFile{Docs: map[string]string{}, PeerNamed: n.space.PeerNamedDocs()}
+	if n.state == "" {
+		return nil
+	}
+	st := stateFile{Docs: map[string]string{}, PeerNamed: n.space.PeerNamedDocs(), Actor: n.opts.Actor}
 	for _, d := range n.eng.Docs() {
 		snap, err := n.eng.Snapshot(d)
 		if err != nil {
@@ -189,11 +219,11 @@ func (n *Node) Save() error {
 	if err != nil {
 		return &Error{Code: CodeInternal, Err: err}
 	}
-	tmp := n.statePath() + ".tmp"
+	tmp := n.state + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return &Error{Code: CodeState, Err: err}
 	}
-	if err := os.Rename(tmp, n.statePath()); err != nil {
+	if err := os.Rename(tmp, n.state); err != nil {
 		return &Error{Code: CodeState, Err: err}
 	}
 	return nil

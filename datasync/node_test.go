@@ -19,6 +19,18 @@ type testNode struct {
 
 	mu      sync.Mutex
 	reports []*Error
+	events  []Event
+}
+
+func (tn *testNode) sawEvent(kind EventKind, peer PublicKey) bool {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	for _, e := range tn.events {
+		if e.Kind == kind && e.Peer == peer {
+			return true
+		}
+	}
+	return false
 }
 
 func openTestNode(t *testing.T, dir, actor string, eng engine.Engine) *testNode {
@@ -38,15 +50,30 @@ func openTestNode(t *testing.T, dir, actor string, eng engine.Engine) *testNode 
 		}
 		tn.kv, eng = kv, kv
 	}
-	tn.Node, err = Open(dir, eng, key, Options{Interval: 100 * time.Millisecond, Report: func(e *Error) {
+	tn.Node, err = Open(dir, eng, key, Options{Interval: 100 * time.Millisecond, Actor: actor, Report: func(e *Error) {
 		tn.mu.Lock()
 		tn.reports = append(tn.reports, e)
+		tn.mu.Unlock()
+	}, Events: func(ev Event) {
+		tn.mu.Lock()
+		tn.events = append(tn.events, ev)
 		tn.mu.Unlock()
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tn
+}
+
+func (tn *testNode) reportedPeer(code Code, peer string) bool {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	for _, r := range tn.reports {
+		if r.Code == code && r.Peer == peer {
+			return true
+		}
+	}
+	return false
 }
 
 func (tn *testNode) reported(code Code) bool {
@@ -105,8 +132,8 @@ func has(n *testNode, doc, key, val string) func() bool {
 func TestNodesReplicateBothWays(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	a := openTestNode(t, filepath.Join(dir, "a"), "a", nil)
-	b := openTestNode(t, filepath.Join(dir, "b"), "b", nil)
+	a := openTestNode(t, filepath.Join(dir, "a.state"), "a", nil)
+	b := openTestNode(t, filepath.Join(dir, "b.state"), "b", nil)
 	set(t, ctx, a, "d", "before", "1")
 	addr := serve(t, ctx, a, func(p PublicKey) bool { return p == b.Public() })
 	t.Cleanup(cancel)
@@ -115,10 +142,14 @@ func TestNodesReplicateBothWays(t *testing.T) {
 	waitFor(t, "the edit made before the link", has(b, "d", "before", "1"))
 	set(t, ctx, b, "d", "during", "2")
 	waitFor(t, "the edit made during the link", has(a, "d", "during", "2"))
+	if !a.sawEvent(LinkConnected, b.Public()) || !b.sawEvent(LinkConnected, a.Public()) {
+		t.Fatal("no LinkConnected event naming the peer")
+	}
 	cancel()
 	if err := <-connected; err != nil {
 		t.Fatalf("Connect after its context ended: %v", err)
 	}
+	waitFor(t, "LinkEnded", func() bool { return b.sawEvent(LinkEnded, a.Public()) })
 }
 
 // TestNodeRefusesOtherKeys: a peer whose key allow refuses gets no link;
@@ -126,8 +157,8 @@ func TestNodesReplicateBothWays(t *testing.T) {
 func TestNodeRefusesOtherKeys(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	a := openTestNode(t, filepath.Join(dir, "a"), "a", nil)
-	b := openTestNode(t, filepath.Join(dir, "b"), "b", nil)
+	a := openTestNode(t, filepath.Join(dir, "a.state"), "a", nil)
+	b := openTestNode(t, filepath.Join(dir, "b.state"), "b", nil)
 	set(t, ctx, a, "secret", "k", "v")
 	addr := serve(t, ctx, a, func(PublicKey) bool { return false })
 	t.Cleanup(cancel)
@@ -135,7 +166,7 @@ func TestNodeRefusesOtherKeys(t *testing.T) {
 	if !errors.Is(err, &Error{Code: CodeHandshake}) {
 		t.Fatalf("Connect with a refused key: %v, want CodeHandshake", err)
 	}
-	waitFor(t, "the refusal reported", func() bool { return a.reported(CodeNotAllowed) })
+	waitFor(t, "the refusal reported", func() bool { return a.reportedPeer(CodeNotAllowed, b.Public().String()) })
 	if b.kv.Has("secret") {
 		t.Fatal("a refused peer received a document")
 	}
@@ -155,9 +186,9 @@ func (otherEncoding) Encoding() engine.Encoding {
 func TestNodeCapabilitiesExchanged(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	a := openTestNode(t, filepath.Join(dir, "a"), "a", nil)
+	a := openTestNode(t, filepath.Join(dir, "a.state"), "a", nil)
 	kv, _ := engine.NewKV("b")
-	b := openTestNode(t, filepath.Join(dir, "b"), "b", otherEncoding{kv})
+	b := openTestNode(t, filepath.Join(dir, "b.state"), "b", otherEncoding{kv})
 	b.kv = kv
 	set(t, ctx, a, "d", "k", "v")
 	addr := serve(t, ctx, a, func(p PublicKey) bool { return p == b.Public() })
@@ -176,13 +207,16 @@ func TestNodeCapabilitiesExchanged(t *testing.T) {
 // again on the directory, over a fresh engine, has them.
 func TestNodeStateSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	a := openTestNode(t, dir, "a", nil)
+	state := filepath.Join(t.TempDir(), "a.state")
+	a := openTestNode(t, state, "a", nil)
 	set(t, ctx, a, "d", "k", "v")
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again := openTestNode(t, dir, "a", nil)
+	if actor, err := SavedActor(state); err != nil || actor != "a" {
+		t.Fatalf("SavedActor: %q, %v", actor, err)
+	}
+	again := openTestNode(t, state, "a", nil)
 	if !has(again, "d", "k", "v")() {
 		t.Fatal("the document did not survive Close and Open")
 	}
