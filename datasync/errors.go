@@ -30,6 +30,7 @@ const (
 	CodeQuarantined              // a blob that ended an earlier process is refused
 	CodeEngine                   // the document engine failed
 	CodeLinkClosed               // the link ended before the work was done
+	CodeBusy                     // Serve already runs Options.MaxLinks links
 )
 
 var codeNames = [...]string{
@@ -37,7 +38,7 @@ var codeNames = [...]string{
 	CodeHandshake: "handshake", CodeNotAllowed: "not_allowed", CodeCapabilities: "capabilities",
 	CodeCeiling: "ceiling", CodeTooLarge: "too_large", CodeUnreadable: "unreadable",
 	CodeRefused: "refused", CodeQuarantined: "quarantined", CodeEngine: "engine",
-	CodeLinkClosed: "link_closed",
+	CodeLinkClosed: "link_closed", CodeBusy: "busy",
 }
 
 // String is the code's name.

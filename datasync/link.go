@@ -77,7 +77,7 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener, allow func(PublicKey)
 		case slots <- struct{}{}:
 		default:
 			c.Close()
-			n.report(&Error{Code: CodeTooLarge, Err: fmt.Errorf("connection from %s refused: %d links already open", c.RemoteAddr(), n.opts.MaxLinks)})
+			n.report(&Error{Code: CodeBusy, Peer: remoteIP(c), Err: fmt.Errorf("%d links already open", n.opts.MaxLinks)})
 			continue
 		}
 		wg.Add(1)

@@ -224,7 +224,7 @@ func TestNodeStateSurvivesReopen(t *testing.T) {
 
 func TestCodeNames(t *testing.T) {
 	seen := map[string]bool{}
-	for c := CodeInternal; c <= CodeLinkClosed; c++ {
+	for c := CodeInternal; c <= CodeBusy; c++ {
 		if n := c.String(); seen[n] || n == "" {
 			t.Errorf("code %d: name %q missing or repeated", c, n)
 		} else {
