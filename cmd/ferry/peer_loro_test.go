@@ -58,7 +58,9 @@ func TestPeerTwoProcessesLoro(t *testing.T) {
 		}
 	}
 
-	var st peerState
+	var st struct {
+		Docs map[string]string `json:"docs"`
+	} // the state file's documents, base64 snapshots
 	raw, err := os.ReadFile(filepath.Join(dir, "a.state"))
 	if err != nil {
 		t.Fatal(err)
