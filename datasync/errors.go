@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 // Code says what kind of failure an *Error is.

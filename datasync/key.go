@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/crypto/curve25519"
 
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 // Key is a node's static key pair: peers know a node by its public half.

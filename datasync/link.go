@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/replica"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/replica"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 // EventKind says what happened to a link.

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
-	"github.com/ferry-sync/ferry/datasync/replica"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
+	"github.com/ferry-sync/ferry/datasync/internal/replica"
 )
 
 // Options tune a Node; the zero value is usable.

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 )
 
 // stateNode opens a node on path over a fresh KV engine of actor,

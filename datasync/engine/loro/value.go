@@ -11,8 +11,8 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine/loro/internal/lorowasm"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 )
 
 // Kind is a DATA_V1 value kind (the reference's DataValue).

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
 )
 
 // PeerID names a peer by its authenticated identity (for a 1:1 session, the

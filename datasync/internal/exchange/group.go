@@ -4,7 +4,7 @@ import (
 	"maps"
 	"sync"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 )
 
 // DefaultAddressedBound is how many frames a member encrypts for a group

@@ -21,12 +21,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 // Message tags on the link.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 )
 
 // inSync returns two replicas holding the same n documents.

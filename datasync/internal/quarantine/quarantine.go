@@ -20,7 +20,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 )
 
 // ErrQuarantined means a blob was in flight to the engine when an earlier

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
 	"github.com/ferry-sync/ferry/datasync/internal/testnet"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 var caps = frame.Caps{engine.KVEncoding.Entry, frame.EntryMedia}

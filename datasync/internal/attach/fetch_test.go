@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
 	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 )

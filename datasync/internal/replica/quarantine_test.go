@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/exchange"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
 	"github.com/ferry-sync/ferry/datasync/internal/testnet"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
 )
 
 // crashEngine is a KV that panics (ending the process: the panic is on the

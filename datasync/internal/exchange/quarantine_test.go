@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
 )
 
 // crashEngine is an engine that dies (panics) importing any blob that

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/jsonstr"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
 )
 
 // importGuarded hands blob to the engine through the space's quarantine

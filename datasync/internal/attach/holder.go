@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/media"
 )
 

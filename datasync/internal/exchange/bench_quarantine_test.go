@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/quarantine"
 )
 
 // benchImports receives b.N distinct one-edit deltas on a session whose

@@ -22,7 +22,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/jsonstr"
 )
 

@@ -6,11 +6,11 @@ import (
 	"net"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
-	"github.com/ferry-sync/ferry/datasync/replica"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/replica"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 // Two replicas of one 1:1 space over the Noise IK transport on loopback:

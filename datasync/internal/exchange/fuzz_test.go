@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 )
 
 // FuzzSessionReceive: any bytes from a peer are answered without panicking,

@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/testnet"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 )
 
 // checkOffer marshals every frame of an offer, checks each fits the frame
