@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -300,13 +299,4 @@ func ferryOK(t *testing.T, args ...string) string {
 		t.Fatalf("ferry %v exited %d: %s", args, code, &p.stderr)
 	}
 	return p.stdout.String()
-}
-
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
