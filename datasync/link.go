@@ -57,6 +57,9 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener, allow func(PublicKey)
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// The links end with Serve, whichever way it returns.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	slots := make(chan struct{}, n.opts.MaxLinks)
 	for {
 		c, err := ln.Accept()
