@@ -1,16 +1,31 @@
-// Package datasync is Ferry's implementation of data-sync-v1, replicated
-// documents (the __DATA_V1__ layer). It holds no code: the parts live in
-// its subpackages.
+// Package datasync replicates documents between peers: Ferry's
+// implementation of data-sync-v1 (the __DATA_V1__ layer).
 //
-//	frame        the frame codec (six kinds, byte-exact, version first)
-//	engine       the document engine interface and KV, the default engine
-//	exchange     the per-space, per-peer exchange, group scope
-//	attach       attachment references, fetching and holding blobs
-//	internal/media  the media path (chunk 0, purpose mark, refusals)
-//	transport    the authenticated link (Conn) and Noise IK over TCP
-//	internal/testnet  test transports: lossy network, group path, pipe, shuffle
-//	replica      one 1:1 space over one transport connection
-//	quarantine   the crash record of blobs in flight to the engine
+// An app brings a document engine (engine.KV, engine/loro, or its own that
+// passes engine/enginetest), opens a Node over it, and links it to a peer:
+//
+//	key, _ := datasync.GenerateKey()             // keep key.PrivateBytes()
+//	docs, _ := engine.NewKV("laptop")            // the engine keeps the documents
+//	n, err := datasync.Open("notes.state", docs, key, datasync.Options{Actor: "laptop"})
+//	go n.Serve(ctx, ln, func(p datasync.PublicKey) bool { return p == phone })
+//	// or: n.Connect(ctx, "phone:7000", phone)
+//	n.Update(ctx, "notes", func(e engine.Engine) error { return docs.Set("notes", "title", []byte("Groceries")) })
+//	defer n.Close()                              // saves the state file
+//
+// A Node owns one 1:1 space: its state file (document snapshots, the
+// documents peers named), the quarantine of blobs that ended a process
+// while the engine imported them, the blob store, and every link. Links
+// are Noise IK over TCP, authenticated by the peers' static keys; after the
+// handshake each side says which encodings it speaks (its capabilities),
+// so two engines that cannot read each other are refused by name. Reads go
+// to the engine directly; writes go through Update, which sends them to
+// every connected peer. Every error is an *Error with a Code.
+//
+// The protocol parts are internal: the frame codec (internal/frame), the
+// per-peer exchange and group scope (internal/exchange), attachments
+// (internal/attach), the media path (internal/media), the transport
+// (internal/transport), one link (internal/replica) and the quarantine
+// (internal/quarantine).
 //
 // The reference implementation runs these frames inside MLS with the Loro
 // engine; neither exists in Go here. Ferry implements the wire contract

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -15,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-sync/ferry/cmd/ferry/internal/tandemcli"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync"
+	"github.com/ferry-sync/ferry/datasync/engine"
 )
 
 // newPeerCmd is "ferry peer": a DATA_V1 document replica that syncs with one
@@ -47,14 +46,14 @@ func newPeerKeygenCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), hex.EncodeToString(k.Public))
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), k.Public())
 				return err
 			}
-			k, err := transport.GenerateKey()
+			k, err := datasync.GenerateKey()
 			if err != nil {
 				return err
 			}
-			b, _ := json.Marshal(peerKeyFile{Private: hex.EncodeToString(k.Private), Public: hex.EncodeToString(k.Public)})
+			b, _ := json.Marshal(peerKeyFile{Private: hex.EncodeToString(k.PrivateBytes()), Public: k.Public().String()})
 			f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if errors.Is(err, os.ErrExist) {
 				return fmt.Errorf("key file %s exists; print its public key with 'ferry peer keygen --show %s'", args[0], args[0])
@@ -69,7 +68,7 @@ func newPeerKeygenCmd() *cobra.Command {
 			if err := f.Close(); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), hex.EncodeToString(k.Public))
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), k.Public())
 			return err
 		},
 	}
@@ -77,21 +76,24 @@ func newPeerKeygenCmd() *cobra.Command {
 	return cmd
 }
 
-func loadPeerKey(path string) (transport.Key, error) {
+func loadPeerKey(path string) (datasync.Key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return transport.Key{}, fmt.Errorf("key file %s cannot be read (%v); create one with 'ferry peer keygen %s'", path, errors.Unwrap(err), path)
+		return datasync.Key{}, fmt.Errorf("key file %s cannot be read (%v); create one with 'ferry peer keygen %s'", path, errors.Unwrap(err), path)
 	}
 	var kf peerKeyFile
 	if err := json.Unmarshal(b, &kf); err != nil {
-		return transport.Key{}, fmt.Errorf("key file %s is not a ferry peer key file", path)
+		return datasync.Key{}, fmt.Errorf("key file %s is not a ferry peer key file", path)
 	}
-	priv, err1 := hex.DecodeString(kf.Private)
-	pub, err2 := hex.DecodeString(kf.Public)
-	if err1 != nil || err2 != nil || len(priv) != 32 || len(pub) != 32 {
-		return transport.Key{}, fmt.Errorf("key file %s: not a key pair", path)
+	priv, err := hex.DecodeString(kf.Private)
+	if err != nil {
+		return datasync.Key{}, fmt.Errorf("key file %s: not a key pair", path)
 	}
-	return transport.Key{Private: priv, Public: pub}, nil
+	k, err := datasync.KeyFromPrivate(priv)
+	if err != nil || k.Public().String() != kf.Public {
+		return datasync.Key{}, fmt.Errorf("key file %s: not a key pair", path)
+	}
+	return k, nil
 }
 
 type peerRun struct {
@@ -161,11 +163,11 @@ func peerUsage(format string, args ...any) error {
 
 // peerInputs is what the flags say, checked: nothing has been created yet.
 type peerInputs struct {
-	self    transport.Key
-	peerPub []byte
-	sets    [][3]string // doc, key, value
-	expect  [][2]string // doc, key
-	state   peerState
+	self   datasync.Key
+	peer   datasync.PublicKey
+	actor  string
+	sets   [][3]string // doc, key, value
+	expect [][2]string // doc, key
 }
 
 // check validates every input before anything is created or bound.
@@ -195,10 +197,10 @@ func (o *peerRun) check(cmd *cobra.Command) (peerInputs, error) {
 	if in.self, err = loadPeerKey(o.key); err != nil {
 		return in, err
 	}
-	if in.peerPub, err = hex.DecodeString(o.peer); err != nil || len(in.peerPub) != 32 {
+	if in.peer, err = datasync.ParsePublicKey(o.peer); err != nil {
 		return in, peerUsage("--peer is not a 32-byte hex public key (print one with 'ferry peer keygen --show KEYFILE')")
 	}
-	if bytes.Equal(in.peerPub, in.self.Public) {
+	if in.peer == in.self.Public() {
 		return in, peerUsage("--peer is this replica's own public key; give the other replica's")
 	}
 	for _, s := range o.sets {
@@ -218,7 +220,7 @@ func (o *peerRun) check(cmd *cobra.Command) (peerInputs, error) {
 	if err := checkStatePath(o.state); err != nil {
 		return in, err
 	}
-	in.state, err = readPeerState(o.state)
+	in.actor, err = peerActor(o.state, in.self.Public())
 	return in, err
 }
 
@@ -235,24 +237,20 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 		}
 		defer ln.Close()
 	}
-	actor := peerActor(in.state, o.state, in.self.Public)
-	kv, err := openPeerEngine(cmd.Context(), o.engine, actor)
+	kv, err := openPeerEngine(cmd.Context(), o.engine, in.actor)
 	if err != nil {
 		return err
 	}
 	defer kv.close(context.WithoutCancel(cmd.Context()))
-	stderr := cmd.ErrOrStderr()
-	sp := &exchange.Space{Engine: kv,
-		Report: func(r exchange.Report) {
-			fmt.Fprintln(stderr, "ferry peer: cannot replicate:", strings.ReplaceAll(r.String(), "\n", "; "))
-		}}
-	if o.state != "" {
-		if err := restorePeerState(sp, kv, in.state, o.state); err != nil {
-			return err
-		}
+	srv := &peerServer{self: in.self.Public(), peer: in.peer, log: cmd.ErrOrStderr()}
+	srv.node, err = datasync.Open(o.state, kv, in.self, datasync.Options{
+		Interval: o.interval, Actor: in.actor, Report: srv.report, Events: srv.event})
+	if err != nil {
+		return fmt.Errorf("--state %s: %v", o.state, cause(err))
 	}
 	for _, s := range in.sets {
-		if err := kv.setText(s[0], s[1], s[2]); err != nil {
+		err := srv.node.Update(cmd.Context(), s[0], func(engine.Engine) error { return kv.setText(s[0], s[1], s[2]) })
+		if err != nil {
 			return fmt.Errorf("--set %s/%s: %w", s[0], s[1], err)
 		}
 	}
@@ -265,15 +263,14 @@ func (o *peerRun) run(cmd *cobra.Command) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go o.watchExpect(ctx, kv, in.expect, stop)
-	srv := &peerServer{space: sp, self: in.self, peerPub: in.peerPub, interval: o.interval, log: stderr}
 	var serveErr error
 	if ln != nil {
 		serveErr = srv.listen(ctx, ln)
 	} else {
 		serveErr = srv.dial(ctx, o.connect)
 	}
-	if err := savePeerStateAs(sp, kv, o.state, actor); err != nil {
-		return fmt.Errorf("--state %s not saved: %w", o.state, err)
+	if err := srv.node.Save(); err != nil {
+		return fmt.Errorf("--state %s not saved: %v", o.state, cause(err))
 	}
 	if serveErr != nil {
 		return serveErr

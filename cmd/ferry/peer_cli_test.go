@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -14,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync"
+	"github.com/ferry-sync/ferry/datasync/engine"
 )
 
 // ferryBin builds the ferry binary once per test process: the CLI cases
@@ -263,10 +263,15 @@ func TestPeerHandshakeFailures(t *testing.T) {
 	waitListening(t, l)
 	fails(t, "refused our key", "peer", "run", "--key", k.b, "--peer", k.pubA, "--connect", addr, "--for", "20s")
 	b, _ := loadPeerKey(k.b)
+	kv, _ := engine.NewKV("b")
+	nb, err := datasync.Open("", kv, b, datasync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubA, _ := datasync.ParsePublicKey(k.pubA)
 	for range 30 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if c, err := transport.Dial(ctx, addr, b, mustHex(t, k.pubA)); err == nil {
-			c.Close()
+		if err := nb.Connect(ctx, addr, pubA); err == nil {
 			t.Fatal("listener accepted a key that is not --peer")
 		}
 		cancel()
@@ -294,13 +299,4 @@ func ferryOK(t *testing.T, args ...string) string {
 		t.Fatalf("ferry %v exited %d: %s", args, code, &p.stderr)
 	}
 	return p.stdout.String()
-}
-
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

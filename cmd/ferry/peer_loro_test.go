@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
+	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/engine/loro"
 	"github.com/ferry-sync/ferry/internal/realtest"
 )
@@ -58,7 +58,9 @@ func TestPeerTwoProcessesLoro(t *testing.T) {
 		}
 	}
 
-	var st peerState
+	var st struct {
+		Docs map[string]string `json:"docs"`
+	} // the state file's documents, base64 snapshots
 	raw, err := os.ReadFile(filepath.Join(dir, "a.state"))
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +138,7 @@ func TestShowValue(t *testing.T) {
 		"-3":                                     {Kind: loro.Int, Int: -3},
 		"1.5":                                    {Kind: loro.Float, Float: 1.5},
 		"AAE=":                                   {Kind: loro.Bytes, Bytes: []byte{0, 1}},
-		"attachment " + strings.Repeat("ab", 32): {Kind: loro.Attachment, Ref: attach.Ref{Hash: strings.Repeat("ab", 32), Size: 1}},
+		"attachment " + strings.Repeat("ab", 32): {Kind: loro.Attachment, Ref: engine.Ref{Hash: strings.Repeat("ab", 32), Size: 1}},
 	} {
 		if got := showValue(v); got != want {
 			t.Errorf("%+v shown as %q, want %q", v, got, want)

@@ -1,36 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/ferry-sync/ferry/datasync/engine"
-	"github.com/ferry-sync/ferry/datasync/exchange"
-	"github.com/ferry-sync/ferry/datasync/quarantine"
+	"github.com/ferry-sync/ferry/datasync"
 )
 
-// peerState is the --state file: every document's snapshot (base64), the
-// documents peers named into the space, so the §Bounds ceiling on
-// peer-named documents survives a restart, and the engine's actor, so the
-// replica's next edit continues its own counter.
-type peerState struct {
-	Docs      map[string]string `json:"docs"`
-	PeerNamed []string          `json:"peer_named"`
-	Actor     string            `json:"actor,omitempty"`
-}
+// The --state file is a datasync.Node's state file: the documents, the
+// documents peers named (the 1,024-document ceiling), and the actor the
+// documents were written under; STATE.quarantine beside it is the node's
+// quarantine (docs/decisions/datasync-peer-state.md).
 
-// quarantineDir is where --state keeps the crash record of blobs in flight.
+// quarantineDir is where the node keeps the quarantine of a state file.
 func quarantineDir(state string) string { return state + ".quarantine" }
 
-// checkStatePath refuses a --state whose directory does not exist (it is
-// never created) or that names something other than a file.
+// checkStatePath checks --state before anything is created: its directory
+// must exist, and an existing file must be a regular file.
 func checkStatePath(path string) error {
 	if path == "" {
 		return nil
@@ -44,94 +33,20 @@ func checkStatePath(path string) error {
 	return nil
 }
 
-// readPeerState reads the state file; a missing file is an empty state.
-func readPeerState(path string) (peerState, error) {
-	var st peerState
-	if path == "" {
-		return st, nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("--state %s: %w", path, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields() // a file in another layout is an error, not an empty state
-	if err := dec.Decode(&st); err != nil {
-		return st, fmt.Errorf("--state %s is not a ferry peer state file (%v); move it away or name another", path, err)
-	}
-	return st, nil
-}
-
-// peerActor is the engine actor of this replica: the one saved in its
-// state, else (a state from before actors were saved) the key's, else a
-// new one. Processes sharing a key but not a state must not share an
-// actor, or their edits would carry the same dots.
-func peerActor(st peerState, path string, self []byte) string {
-	if st.Actor != "" {
-		return st.Actor
-	}
-	key := hex.EncodeToString(self[:8])
-	if path != "" && len(st.Docs) > 0 {
-		return key
+// peerActor is the actor the replica writes as: the one saved in --state,
+// else its key's first 8 bytes and a random suffix (a replica without state
+// is a new replica each run, and must not reuse an actor's clock).
+func peerActor(path string, self datasync.PublicKey) (string, error) {
+	if path != "" {
+		saved, err := datasync.SavedActor(path)
+		if err != nil {
+			return "", fmt.Errorf("--state %s is not a ferry peer state file (%v); move it away or name another", path, cause(err))
+		}
+		if saved != "" {
+			return saved, nil
+		}
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
-	return key + "-" + hex.EncodeToString(r[:])
-}
-
-// loadPeerState loads the documents and the peer-named set of st into sp
-// (whose engine is kv) and opens the quarantine ledger beside the state
-// file (creating it there).
-func loadPeerState(sp *exchange.Space, kv engine.Engine, path string) error {
-	st, err := readPeerState(path)
-	if err != nil || path == "" {
-		return err
-	}
-	return restorePeerState(sp, kv, st, path)
-}
-
-func restorePeerState(sp *exchange.Space, kv engine.Engine, st peerState, path string) error {
-	ledger, err := quarantine.OpenDir(quarantineDir(path))
-	if err != nil {
-		return err
-	}
-	sp.Ledger = ledger
-	for doc, s := range st.Docs {
-		snap, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return fmt.Errorf("--state %s: document %q: %w", path, doc, err)
-		}
-		if out, err := kv.ImportSnapshot(doc, snap); err != nil {
-			return fmt.Errorf("--state %s: document %q: %v: %w", path, doc, out, err)
-		}
-	}
-	sp.RestorePeerNamed(st.PeerNamed)
-	return nil
-}
-
-func savePeerState(sp *exchange.Space, kv engine.Engine, path string) error {
-	return savePeerStateAs(sp, kv, path, "")
-}
-
-func savePeerStateAs(sp *exchange.Space, kv engine.Engine, path, actor string) error {
-	if path == "" {
-		return nil
-	}
-	st := peerState{Docs: map[string]string{}, PeerNamed: sp.PeerNamedDocs(), Actor: actor}
-	for _, d := range kv.Docs() {
-		snap, err := kv.Snapshot(d)
-		if err != nil {
-			return err
-		}
-		st.Docs[d] = base64.StdEncoding.EncodeToString(snap)
-	}
-	b, _ := json.Marshal(st)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return hex.EncodeToString(self[:8]) + "-" + hex.EncodeToString(r[:]), nil
 }

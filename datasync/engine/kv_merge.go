@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 )
 
 // Import implements [Engine].

@@ -15,7 +15,7 @@ import (
 
 // TestSyncReplyTimeout: a relay that accepts the connection and never
 // answers (as a relay does for a request it cannot decode) ends Sync with
-// ErrNoReply after the reply timeout (issue 16: it waited forever).
+// a RelayError with code RelayNoReply after the reply timeout (issue 16: it waited forever).
 func TestSyncReplyTimeout(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)
@@ -41,7 +41,7 @@ func TestSyncReplyTimeout(t *testing.T) {
 	url := "ws" + strings.TrimPrefix(srv.URL, "http")
 	_, err = Sync(ctx, url, OwnerFromSecret(Secret{1}), st, SyncOptions{ReplyTimeout: 300 * time.Millisecond})
 	if !isNoReply(err) {
-		t.Fatalf("Sync: %v, want ErrNoReply", err)
+		t.Fatalf("Sync: %v, want RelayNoReply", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("gave up after %v", d)

@@ -1,13 +1,23 @@
-// Package client is an Evolu client: owner keys from a secret (SLIP-21 as
-// in Owner.ts), EncryptedDbChange encoding and decryption (XChaCha20-Poly1305
-// from golang.org/x/crypto, PADMÉ padding), a SQLite client store that keeps
-// the synced messages and the rows they make, and a sync loop over
-// WebSocket (github.com/coder/websocket) that runs
-// applyProtocolMessageAsClient against a relay.
+// Package client is an Evolu client for an app: a device's local store of
+// an owner's rows, and its sync with an Evolu relay (protocol v1,
+// byte-compatible with @evolu/common).
 //
-// The value codec, the JSON-to-MessagePack encoding and the JavaScript
-// number formatting it needs are written by hand to match @evolu/common byte
-// for byte; no Go library reproduces those.
+//	secret, _ := client.ParseSecret(words)        // 24 words or 64 hex digits
+//	owner := client.OwnerFromSecret(secret)
+//	st, _ := client.OpenStore(ctx, "device.db")
+//	st.Put(ctx, owner, client.DbChange{Table: "todo", ID: id, Values: cols})
+//	rep, err := client.Sync(ctx, "wss://relay.example", owner, st, client.SyncOptions{})
+//	rows, _ := st.Rows(ctx, owner.ID(), "todo")
+//
+// Run keeps a device subscribed (pushing its changes, applying the relay's
+// broadcasts, reconnecting with back-off). A relay's refusal is a
+// *RelayError with a RelayCode.
+//
+// Owner keys come from the secret by SLIP-21 as in Owner.ts; changes are
+// encrypted with XChaCha20-Poly1305 (golang.org/x/crypto) and PADMÉ
+// padding. The value codec, the JSON-to-MessagePack encoding and the
+// JavaScript number formatting are written by hand to match @evolu/common
+// byte for byte; no Go library reproduces those.
 package client
 
 import (

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 )
 
 // jv is a value as the cross-check corpus writes it (crosscheck.cjs reads

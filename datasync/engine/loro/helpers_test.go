@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 	"github.com/ferry-sync/ferry/internal/realtest"
 )
 

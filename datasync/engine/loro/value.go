@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine/loro/internal/lorowasm"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 )
 
 // Kind is a DATA_V1 value kind (the reference's DataValue).

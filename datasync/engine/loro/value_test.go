@@ -7,9 +7,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ferry-sync/ferry/datasync/attach"
 	"github.com/ferry-sync/ferry/datasync/engine"
 	"github.com/ferry-sync/ferry/datasync/engine/loro/internal/lorowasm"
+	"github.com/ferry-sync/ferry/datasync/internal/attach"
 )
 
 // TestValuesRoundTrip: every DATA_V1 value kind written on one replica

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ferry-sync/ferry/datasync/frame"
+	"github.com/ferry-sync/ferry/datasync/internal/frame"
 	"github.com/ferry-sync/ferry/datasync/internal/jsonstr"
 )
 

@@ -3,7 +3,7 @@ package testnet
 import (
 	"context"
 
-	"github.com/ferry-sync/ferry/datasync/transport"
+	"github.com/ferry-sync/ferry/datasync/internal/transport"
 )
 
 // Pipe returns two connected in-memory Conns named by the peers they reach:

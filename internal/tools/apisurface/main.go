@@ -30,6 +30,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-sync/ferry/internal/tools/internal/astname"
 )
 
 type multi []string
@@ -192,25 +194,8 @@ func countFunc(p *pkgCount, d *ast.FuncDecl) {
 		p.names[d.Name.Name] = true
 		return
 	}
-	if recv := recvName(d.Recv.List[0].Type); ast.IsExported(recv) {
+	if recv := astname.Recv(d.Recv.List[0].Type); ast.IsExported(recv) {
 		p.names[recv+"."+d.Name.Name] = true
-	}
-}
-
-func recvName(e ast.Expr) string {
-	for {
-		switch t := e.(type) {
-		case *ast.StarExpr:
-			e = t.X
-		case *ast.IndexExpr:
-			e = t.X
-		case *ast.IndexListExpr:
-			e = t.X
-		case *ast.Ident:
-			return t.Name
-		default:
-			return ""
-		}
 	}
 }
 
@@ -234,20 +219,5 @@ func countGen(p *pkgCount, d *ast.GenDecl) {
 }
 
 func countMembers(p *pkgCount, typ string, e ast.Expr) {
-	var fields *ast.FieldList
-	switch t := e.(type) {
-	case *ast.StructType:
-		fields = t.Fields
-	case *ast.InterfaceType:
-		fields = t.Methods
-	default:
-		return
-	}
-	for _, f := range fields.List {
-		for _, n := range f.Names {
-			if n.IsExported() {
-				p.names[typ+"."+n.Name] = true
-			}
-		}
-	}
+	astname.Members(e, func(name string) { p.names[typ+"."+name] = true })
 }

@@ -36,6 +36,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-sync/ferry/internal/tools/internal/astname"
 )
 
 // implicit are method names that standard-library interfaces call.
@@ -190,7 +192,7 @@ func apiTypes(p *pkg) (inAPI map[string]bool, constType map[string]string) {
 				if !d.Name.IsExported() {
 					continue
 				}
-				if d.Recv != nil && !ast.IsExported(recvName(d.Recv.List[0].Type)) {
+				if d.Recv != nil && !ast.IsExported(astname.Recv(d.Recv.List[0].Type)) {
 					continue
 				}
 				mark(d.Type)
@@ -256,7 +258,7 @@ func declared(p *pkg) (top map[string]bool, members map[string]string) {
 				}
 				if d.Recv == nil {
 					top[d.Name.Name] = true
-				} else if r := recvName(d.Recv.List[0].Type); ast.IsExported(r) {
+				} else if r := astname.Recv(d.Recv.List[0].Type); ast.IsExported(r) {
 					members[r+"."+d.Name.Name] = d.Name.Name
 				}
 			case *ast.GenDecl:
@@ -282,39 +284,7 @@ func declared(p *pkg) (top map[string]bool, members map[string]string) {
 }
 
 func typeMembers(members map[string]string, typ string, e ast.Expr) {
-	var fl *ast.FieldList
-	switch t := e.(type) {
-	case *ast.StructType:
-		fl = t.Fields
-	case *ast.InterfaceType:
-		fl = t.Methods
-	default:
-		return
-	}
-	for _, f := range fl.List {
-		for _, n := range f.Names {
-			if n.IsExported() {
-				members[typ+"."+n.Name] = n.Name
-			}
-		}
-	}
-}
-
-func recvName(e ast.Expr) string {
-	for {
-		switch t := e.(type) {
-		case *ast.StarExpr:
-			e = t.X
-		case *ast.IndexExpr:
-			e = t.X
-		case *ast.IndexListExpr:
-			e = t.X
-		case *ast.Ident:
-			return t.Name
-		default:
-			return ""
-		}
-	}
+	astname.Members(e, func(name string) { members[typ+"."+name] = name })
 }
 
 // uses collects, over every package but p, the names used as p.Name in
