@@ -26,6 +26,7 @@ const (
 	CodeBackupKey                 // a backup key that does not check (§6.3)
 	CodeTooLarge                  // a value too large for one message (§10.6)
 	CodeInFlight                  // another device of the owner has a sharing change in flight (§11.7)
+	CodeDamaged                   // the device's files are damaged or incomplete; the message names the file and the way back
 )
 
 // Error is every error the tandem package returns. Message is one line for
