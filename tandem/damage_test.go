@@ -1,6 +1,7 @@
 package tandem
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,62 @@ func TestEmptyDatabaseIsAnError(t *testing.T) {
 				t.Fatalf("Open with an %s device.db: %v, want CodeDamaged naming %s", how, err, db)
 			}
 		})
+	}
+}
+
+// A byte flipped in a stored value on disk: the value is never shown, the
+// device says so, reads it again from the hub, and its later edits of the
+// record are accepted by the user's other devices.
+func TestFlippedByteInStoredValue(t *testing.T) {
+	srv := memhubServer(t)
+	opts := Options{Name: "Jesper", Store: memStore(srv), Logger: quiet()}
+	dir := filepath.Join(t.TempDir(), "a")
+	a := openT(t, dir, opts)
+	c, err := a.NewCollection("House")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := a.NewRecord(c, map[string][]byte{"title": []byte("Paint the door")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, a)
+	b, err := Restore(t.Context(), filepath.Join(t.TempDir(), "b"), a.ShowBackupKey(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	syncT(t, b)
+	a.Close()
+	// Flip one byte of the value where it is stored.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec("UPDATE writes SET stored = replace(stored, CAST('Paint the door' AS BLOB), CAST('Paint the doos' AS BLOB)) WHERE instr(stored, CAST('Paint the door' AS BLOB)) > 0")
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("flipping a byte: %v, %d rows", err, n)
+	}
+	db.Close()
+
+	a = openT(t, dir, opts)
+	defer a.Close()
+	if n := a.DamagedOnOpen(); n != 1 {
+		t.Fatalf("DamagedOnOpen = %d, want 1", n)
+	}
+	if r, _ := a.Record(c, rec); r.Get("title") == "Paint the doos" {
+		t.Fatal("the damaged value is shown")
+	}
+	syncT(t, a)
+	if r, _ := a.Record(c, rec); r.Get("title") != "Paint the door" {
+		t.Fatalf("after a sync the value is %q, want it read again from the hub", r.Get("title"))
+	}
+	if err := a.SetString(c, rec, "qty", "2"); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, a)
+	rep := syncT(t, b)
+	if r, _ := b.Record(c, rec); rep.Rejected != 0 || r.Get("qty") != "2" || r.Get("title") != "Paint the door" {
+		t.Fatalf("the other device after the edit: %+v, %+v", rep, r)
 	}
 }

@@ -328,6 +328,21 @@ func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (suit
 	return id, nil
 }
 
+// DamagedOnOpen returns how many stored values failed their integrity
+// check when the device was opened (device.db changed on disk). Each was
+// dropped, never shown, and is read again from the hub at the next Sync;
+// one the hub no longer holds is gone from this device.
+// docs/decisions/tandem-device-integrity.md.
+func (d *Device) DamagedOnOpen() int {
+	d.mu.Lock()
+	eng := d.eng
+	d.mu.Unlock()
+	if eng == nil {
+		return 0
+	}
+	return eng.DamagedWrites()
+}
+
 // BackupKey returns the backup key (§6.3) when this process created the
 // identity (first run of Open, or Restore), so the app can show it once
 // with "Write this down. It's the only way back in if you lose every

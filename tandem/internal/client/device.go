@@ -137,6 +137,7 @@ type Device struct {
 	epochSeen map[CollectionID][32]byte   // the epoch each collection was last published in (resign.go)
 	delta     Delta                       // changes not yet given to the journal
 	broken    error                       // a journal commit failed after memory changed
+	damaged   int                         // stored writes found damaged on restore (persist.go)
 	now       func() time.Time
 }
 
