@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
+	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
@@ -27,11 +28,13 @@ import (
 
 // The flood figures of issue 23 (docs/benchmarks/tandem-flood.md): heavy,
 // so run only with FERRY_FLOOD_FIGURES=1; FERRY_FLOOD_SCALE=0.2 runs a
-// fifth of each flood. On memhub, so the figures are the device's own
-// (the baseline heap, taken after the flood is posted, includes the
-// in-memory hub's copy of it).
+// fifth of each flood. FERRY_FLOOD_HUB=dovecot runs them on real Dovecot
+// (user chloe), which keeps the flood out of the test's heap: on memhub
+// the hub's copy of the flood is live in the same heap, and the garbage
+// collector lets the heap grow in proportion to it, so the peak there
+// says little about the device.
 //
-//	FERRY_FLOOD_FIGURES=1 go test -run TestFloodFigures -v ./tandem
+//	FERRY_FLOOD_FIGURES=1 FERRY_FLOOD_HUB=dovecot go test -run TestFloodFigures -v ./tandem
 func TestFloodFigures(t *testing.T) {
 	if os.Getenv("FERRY_FLOOD_FIGURES") != "1" {
 		t.Skip("set FERRY_FLOOD_FIGURES=1 to measure the floods of issue 23")
@@ -67,9 +70,8 @@ func TestFloodFigures(t *testing.T) {
 }
 
 // floodScene is an owner with a shared collection (one member, a closed
-// invite), on a memhub whose fetches are counted.
+// invite), on a hub whose fetches by the owner are counted.
 type floodScene struct {
-	srv     *memhub.Server
 	h       *hostile
 	dir     string
 	fetched atomic.Int64 // envelope bytes the owner downloaded
@@ -99,14 +101,32 @@ func (c *floodMeter) Append(ctx context.Context, ch string, env []byte) (hub.ID,
 }
 
 func newFloodScene(t *testing.T) *floodScene {
-	s := &floodScene{srv: memhub.NewServer()}
+	s := &floodScene{}
+	srv := memhub.NewServer()
+	open := func(context.Context) (hub.Store, error) { return srv.Open(), nil }
+	if os.Getenv("FERRY_FLOOD_HUB") == "dovecot" {
+		h := dovecotHub(t, "chloe") // emptied
+		cfg := imaphub.Config{Addr: h.host + ":" + strconv.Itoa(h.port), User: h.user, Password: h.password}
+		open = func(ctx context.Context) (hub.Store, error) { return imaphub.Open(ctx, cfg) }
+	}
 	opts := func(name string) Options {
 		if name == "Jesper" {
-			return Options{Name: name, Store: func(context.Context) (hub.Store, error) { return &floodMeter{Store: s.srv.Open(), s: s}, nil }}
+			return Options{Name: name, Store: func(ctx context.Context) (hub.Store, error) {
+				st, err := open(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return &floodMeter{Store: st, s: s}, nil
+			}}
 		}
-		return Options{Name: name, Store: memStore(s.srv)}
+		return Options{Name: name, Store: open}
 	}
-	s.h = newHostile(t, opts, s.srv.Open())
+	raw, err := open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	s.h = newHostile(t, opts, raw)
 	s.dir = s.h.owner.dir
 	link, i, inv := s.h.invite(InviteOptions{Link: true})
 	s.invID, s.inv = i, inv
