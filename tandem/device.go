@@ -202,9 +202,16 @@ func (d *Device) release() {
 }
 
 // load reads (or, on first run or install, writes) the secret and the
-// database, and restores the engine.
+// database, and restores the engine. The two must belong together
+// (checkFiles): a missing secret is never replaced by a new one, and an
+// empty or missing database beside an existing secret is never taken for a
+// new device.
 func (d *Device) load(ctx context.Context, install *[32]byte) error {
-	created, err := d.loadSecret(install)
+	repair, err := d.checkFiles(ctx, install)
+	if err != nil {
+		return err
+	}
+	created, err := d.loadSecret(install, repair)
 	if err != nil {
 		return err
 	}
@@ -213,11 +220,11 @@ func (d *Device) load(ctx context.Context, install *[32]byte) error {
 	case errors.Is(err, devstore.ErrNewer):
 		return newErr(CodeNewerVersion, err, "this device was written by a newer version of Ferry: update Ferry to open it")
 	case err != nil:
-		return newErr(CodeStorage, err, "cannot open the device's database in %s", d.dir)
+		return newErr(CodeStorage, err, "cannot open the device's database %s", filepath.Join(d.dir, dbFile))
 	}
 	d.db = db
 	id := suite.NewIdentity(d.us)
-	devID, err := d.deviceID(ctx, id.UID, created)
+	devID, err := d.deviceID(ctx, id.UID, created && !repair)
 	if err != nil {
 		return err
 	}
@@ -230,7 +237,7 @@ func (d *Device) load(ctx context.Context, install *[32]byte) error {
 			d.hub = h
 		}
 	}
-	if created {
+	if created && !repair {
 		d.backupKey = suite.BackupKey(d.us)
 	}
 	return d.restore(ctx, devID)
@@ -244,7 +251,7 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 	}
 	hlc, err := devstore.DecodeHLC(hb)
 	if err != nil {
-		return newErr(CodeStorage, err, "the device's database is damaged")
+		return newErr(CodeDamaged, err, "the device's database %s is damaged", filepath.Join(d.dir, dbFile))
 	}
 	eng, err := client.New(client.Config{Secret: d.us, Name: d.opts.Name, Logger: d.log, DeviceID: &devID, HLC: hlc, Journal: d.db, HoldFor: d.opts.HoldFor, ReadOnlyFor: d.opts.ReadOnlyFor,
 		MaxHeld: d.opts.Limits.MaxHeld, MaxHeldBytes: d.opts.Limits.MaxHeldBytes, MaxHeldPerCollection: d.opts.Limits.MaxHeldPerCollection,
@@ -261,7 +268,7 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 		return newErr(CodeStorage, serr, "cannot read the device's database")
 	}
 	if err != nil {
-		return newErr(CodeStorage, err, "the device's database is damaged")
+		return newErr(CodeDamaged, err, "the device's database %s is damaged: put it back from a backup, or move the directory away and restore with your backup key", filepath.Join(d.dir, dbFile))
 	}
 	d.eng = eng
 	if ls, _ := d.db.Meta(ctx, devstore.KeyLastSync); len(ls) == 8 {
@@ -272,11 +279,11 @@ func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
 
 // loadSecret reads the user secret, or writes a new one (first run) or the
 // installed one (Restore). It reports whether the identity is new here.
-func (d *Device) loadSecret(install *[32]byte) (bool, error) {
+func (d *Device) loadSecret(install *[32]byte, repair bool) (bool, error) {
 	p := filepath.Join(d.dir, secretFile)
 	b, err := os.ReadFile(p)
 	switch {
-	case err == nil && install != nil:
+	case err == nil && install != nil && !repair:
 		return false, newErr(CodeExists, nil, "%s already holds a device: restore into an empty directory", d.dir)
 	case err == nil:
 		if len(b) != 32 {
@@ -308,6 +315,11 @@ func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (suit
 	if storedUID != nil && !bytes.Equal(storedUID, uid[:]) {
 		return suite.DeviceID{}, newErr(CodeWrongIdentity, nil, "the identity in %s does not match this device's data", d.dir)
 	}
+	if storedUID == nil && !created {
+		// The secret was here before, the data is not: a replaced or
+		// emptied database, never a fresh device (checkFiles).
+		return suite.DeviceID{}, newErr(CodeDamaged, nil, "%s holds no device data: put it back from a backup, or move the directory away and restore with your backup key", filepath.Join(d.dir, dbFile))
+	}
 	if b, _ := d.db.Meta(ctx, devstore.KeyDeviceID); len(b) == 8 && !created {
 		return suite.DeviceID(b), nil
 	}
@@ -319,6 +331,21 @@ func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (suit
 		return id, newErr(CodeStorage, err, "cannot save the device ID")
 	}
 	return id, nil
+}
+
+// DamagedOnOpen returns how many stored values failed their integrity
+// check when the device was opened (device.db changed on disk). Each was
+// dropped, never shown, and is read again from the hub at the next Sync;
+// one the hub no longer holds is gone from this device.
+// docs/decisions/tandem-device-integrity.md.
+func (d *Device) DamagedOnOpen() int {
+	d.mu.Lock()
+	eng := d.eng
+	d.mu.Unlock()
+	if eng == nil {
+		return 0
+	}
+	return eng.DamagedWrites()
 }
 
 // BackupKey returns the backup key (§6.3) when this process created the

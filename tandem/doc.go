@@ -45,7 +45,14 @@
 // again on open: the database is written by this device after it verified
 // every write, and whoever could alter it could read the secret beside it
 // and sign anything, so verifying again would cost seconds per open and
-// protect nothing (docs/decisions/tandem-device-store.md).
+// protect nothing (docs/decisions/tandem-device-store.md). Accidental
+// damage is caught instead: each stored write carries a checksum, and one
+// that fails is dropped, never shown or published, read again from the
+// hub and counted in DamagedOnOpen. Open refuses, with CodeDamaged and the
+// file's name, a device.db that is empty or missing beside the secret and
+// a secret missing beside a device.db; Restore with the backup key repairs
+// the latter and keeps its unsynced edits
+// (docs/decisions/tandem-device-integrity.md).
 //
 // # Bounds
 //

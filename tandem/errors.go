@@ -29,6 +29,7 @@ const (
 	CodeExpired                   // a pairing code or invite past its expiry (§13.3)
 	CodeDifferentHub              // a code for another hub than the device's (§11.2, §13.3)
 	CodePairing                   // a pairing that cannot go on: finished, declined, or interfered with (§6.3)
+	CodeDamaged                   // the device's files are damaged or incomplete; the message names the file and the way back
 )
 
 // codeNames are the codes' names (String, MarshalText): stable words for
@@ -39,7 +40,7 @@ var codeNames = map[Code]string{
 	CodeNotWritable: "not_writable", CodeInvalid: "invalid", CodeExists: "exists", CodeNoHub: "no_hub",
 	CodeNoDevice: "no_device", CodeWrongIdentity: "wrong_identity", CodeBackupKey: "backup_key",
 	CodeTooLarge: "too_large", CodeInFlight: "in_flight", CodeExpired: "expired",
-	CodeDifferentHub: "different_hub", CodePairing: "pairing",
+	CodeDifferentHub: "different_hub", CodePairing: "pairing", CodeDamaged: "damaged",
 }
 
 // String is the code's name ("offline", "not_found", ...).

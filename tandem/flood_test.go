@@ -215,3 +215,37 @@ func TestReplayedKeyRequestAnsweredOnce(t *testing.T) {
 		})
 	}
 }
+
+// Join requests from one identity collapse into one pending request, the
+// first (its name stays); a collection lists at most MaxPendingRequests
+// (defect 6).
+func TestJoinRequestsOfOneIdentityCollapse(t *testing.T) {
+	for name, mk := range floodHubs(t) {
+		t.Run(name, func(t *testing.T) {
+			f := mk(t)
+			h := newHostile(t, f.opts, f.raw)
+			_, i, inv := h.invite(InviteOptions{Link: true})
+			x := newIdentity(t)
+			for n := range 150 {
+				h.postJoin(x, i, inv, fmt.Sprintf("Name %d", n), inv.SignKey, "")
+			}
+			for range 120 {
+				h.postJoin(newIdentity(t), i, inv, "Someone", inv.SignKey, "")
+			}
+			syncT(t, h.owner)
+			reqs := h.owner.Requests(h.c)
+			mine := 0
+			for _, r := range reqs {
+				if r.User == UserID(x.UID) {
+					mine++
+					if r.Name != "Name 0" {
+						t.Errorf("the pending request is named %q, want the first, %q", r.Name, "Name 0")
+					}
+				}
+			}
+			if mine != 1 || len(reqs) > 100 {
+				t.Fatalf("150 requests of one identity and 120 of others: %d of the one listed, %d in all", mine, len(reqs))
+			}
+		})
+	}
+}

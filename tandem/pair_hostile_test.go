@@ -442,3 +442,59 @@ func TestPairingChallengeRetried(t *testing.T) {
 		t.Fatalf("%d challenges on the hub, want 1", c)
 	}
 }
+
+// Junk on the pairing channel (envelopes under another key, and messages
+// too large to be pairing messages), more of it than any message count,
+// does not hide the real request (issue 23, defect 5).
+func TestPairingJunkOnChannel(t *testing.T) { forPairNets(t, testPairingJunkOnChannel) }
+
+func testPairingJunkOnChannel(t *testing.T, n pairNet) {
+	a := openT(t, filepath.Join(t.TempDir(), "a"), n.with("Jesper"))
+	defer a.Close()
+	ctx := t.Context()
+	offer, err := a.addDevice(ctx, n.ttl(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer offer.Close(ctx)
+	tag := pairTag(t, offer.Payload())
+	var wrong [32]byte
+	rand.Read(wrong[:])
+	post := func(size int) {
+		junk := make([]byte, size)
+		rand.Read(junk)
+		env, err := suite.SealEnvelope(suite.KindRequest, wrong, tag, junk, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.raw.Append(ctx, tag, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 300 {
+		post(100)
+	}
+	for range 3 {
+		post(200 << 10)
+	}
+	b := pairJoinT(t, n, filepath.Join(t.TempDir(), "b"), offer.Payload(), "Jesper's laptop")
+	r, err := offer.Next(ctx)
+	if err != nil {
+		t.Fatalf("the real request behind the junk: %v", err)
+	}
+	code, err := b.Code(ctx)
+	if err != nil || code != r.Code() {
+		t.Fatalf("codes: new device %q (%v), offered %q", code, err, r.Code())
+	}
+	if err := r.Approve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.UserID() != a.UserID() {
+		t.Fatal("the new device is another user")
+	}
+}

@@ -14,11 +14,12 @@ import (
 
 // Pairing channel limits (docs/decisions/tandem-pairing.md).
 const (
-	maxPairMessages = 256             // messages of one channel a session reads
-	pairFetchBatch  = 16              // bodies fetched at once (each under 1 MiB)
-	pairPoll        = 2 * time.Second // safety net under Watch
-	pairRewatch     = time.Second     // pause before watching again after a broken watch
-	pairIOTimeout   = 30 * time.Second
+	maxPairMsgSize = 16 << 10        // hub size of a pairing message (its payloads are under 2 KiB); a larger one is not downloaded
+	maxPairBytes   = 16 << 20        // bytes one session downloads from its channel
+	pairFetchBatch = 16              // bodies fetched at once (each under maxPairMsgSize when the hub says its size)
+	pairPoll       = 2 * time.Second // safety net under Watch
+	pairRewatch    = time.Second     // pause before watching again after a broken watch
+	pairIOTimeout  = 30 * time.Second
 )
 
 // errPairDeadline ends a wait that reached its deadline.
@@ -36,6 +37,8 @@ type pairChannel struct {
 	cursor hub.Cursor
 	seen   map[hub.ID]bool // every message of the channel read or posted
 	mine   map[hub.ID]bool // posted by this side
+	spent  int64           // bytes downloaded (maxPairBytes)
+	full   bool            // maxPairBytes reached: logged once
 }
 
 func newPairChannel(s hub.Store, p [32]byte, log *slog.Logger) *pairChannel {
@@ -131,7 +134,7 @@ func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := c.fresh(ch.Added)
+	ids, sizes := c.fresh(ch.Added)
 	var out []pairMsg
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), pairFetchBatch)]
@@ -142,6 +145,7 @@ func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
 			return out, err
 		}
 		for _, b := range bodies {
+			c.charge(int64(len(b.Envelope)) - sizes[b.ID]) // what the size Changes gave did not cover
 			if m, ok := c.open(b); ok {
 				out = append(out, m)
 			}
@@ -154,23 +158,48 @@ func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
 }
 
 // fresh marks the channel's messages not seen before as seen and returns
-// them, up to maxPairMessages in all.
-func (c *pairChannel) fresh(added []hub.Added) []hub.ID {
+// those worth downloading. Anyone who saw the QR code can post here, so
+// the channel is read whole (junk never hides the real messages behind a
+// count), bounded instead by bytes: a message the hub says is larger than
+// any pairing message is passed over without being downloaded, and a
+// session downloads at most maxPairBytes. Its time is bounded by the
+// offer's lifetime (§6.3: 120 s).
+func (c *pairChannel) fresh(added []hub.Added) ([]hub.ID, map[hub.ID]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var ids []hub.ID
+	sizes := map[hub.ID]int64{}
 	for _, a := range added {
 		if a.Channel != c.p.Tag || c.seen[a.ID] {
 			continue
 		}
-		if len(c.seen) >= maxPairMessages {
-			c.log.Warn("tandem: pairing channel flooded; further messages ignored", "limit", maxPairMessages)
-			break
-		}
 		c.seen[a.ID] = true
+		switch {
+		case a.Size > maxPairMsgSize:
+			c.log.Debug("tandem: pairing channel: a message too large to be a pairing message, not downloaded", "id", a.ID, "size", a.Size)
+			continue
+		case c.spent+max(a.Size, 0) > maxPairBytes:
+			if !c.full {
+				c.full = true
+				c.log.Warn("tandem: pairing channel flooded; further messages ignored", "limit bytes", maxPairBytes)
+			}
+			continue
+		}
+		c.spent += max(a.Size, 0)
+		sizes[a.ID] = max(a.Size, 0)
 		ids = append(ids, a.ID)
 	}
-	return ids
+	return ids, sizes
+}
+
+// charge counts n more downloaded bytes against maxPairBytes.
+func (c *pairChannel) charge(n int64) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.spent += n
+	c.mu.Unlock()
 }
 
 func (c *pairChannel) unsee(ids []hub.ID) {

@@ -47,7 +47,7 @@ type PairingJoin struct {
 }
 
 // keep adds the messages for this device's key to those read before and
-// returns them all (at most maxPairMessages: the channel's own bound).
+// returns them all (bounded by the bytes the channel reads, maxPairBytes).
 func (j *PairingJoin) keep(fresh []pairMsg) []pairMsg {
 	me := j.pub()
 	j.mu.Lock()

@@ -139,6 +139,7 @@ type Device struct {
 	staged      []Delta                     // what Sync merged, not yet given to the journal (stageSynced)
 	stagedItems int
 	broken      error // a journal commit failed after memory changed
+	damaged     int   // stored writes found damaged on restore (persist.go)
 	now         func() time.Time
 }
 

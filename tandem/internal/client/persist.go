@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
@@ -178,10 +179,46 @@ func (d *Device) Restore(ctx context.Context, src Source) error {
 	}
 	d.cursor = cur
 	d.delta = Delta{}
+	if dm, ok := src.(interface{ DamagedWrites() [][32]byte }); ok {
+		d.refetchDamaged(dm.DamagedWrites())
+	}
 	for _, coll := range d.colls {
 		d.settleState(coll, &SyncReport{}) // the rule, for what was loaded (refused.go); its marks are saved at the next commit
 	}
 	return nil
+}
+
+// refetchDamaged handles writes the store found damaged and left out: the
+// hub messages that carry them are read again at the next Sync (their
+// writes enter again, verified as any received write is); one no message
+// carries is gone from this device. Either way it is reported
+// (DamagedWrites) and logged. d.mu is held.
+func (d *Device) refetchDamaged(ids [][32]byte) {
+	if len(ids) == 0 {
+		return
+	}
+	d.damaged += len(ids)
+	want := make(map[[32]byte]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	again := 0
+	for id, m := range d.msgs {
+		if slices.ContainsFunc(m.writes, func(w [32]byte) bool { return want[w] }) {
+			d.mark(id, MsgTodo)
+			again++
+		}
+	}
+	d.log.Warn("tandem/client: damaged writes in the device's database were dropped; their messages are read again from the hub", "writes", len(ids), "messages", again)
+}
+
+// DamagedWrites returns how many stored writes failed their integrity
+// check when the device was restored: each was dropped, never shown, and
+// the messages carrying it are read again from the hub.
+func (d *Device) DamagedWrites() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.damaged
 }
 
 // storedRow is one stored write on its way into a state.

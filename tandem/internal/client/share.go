@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
@@ -318,7 +319,8 @@ func (d *Device) stashNotice(b hub.Body, ch *channel, pt []byte) error {
 // judgeShares decides what was stashed. It reports whether it followed a
 // channel whose messages a further pull must read. d.mu is held.
 func (d *Device) judgeShares(rep *SyncReport) bool {
-	for id, j := range d.share.joins {
+	for _, id := range d.inHubOrder(d.share.joins) { // the first of one identity's requests stays (collapse)
+		j := d.share.joins[id]
 		delete(d.share.joins, id)
 		if err := d.judgeJoin(j, rep); err != nil {
 			d.reject(rep, id, d.msgs[id].chanOrEmpty(), [32]byte{}, err)
@@ -390,6 +392,26 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 		d.followMemberships()
 	}
 	return more
+}
+
+// inHubOrder returns the ids of m in the order the hub reported them.
+// d.mu is held.
+func (d *Device) inHubOrder(m map[hub.ID]*JoinRequest) []hub.ID {
+	out := make([]hub.ID, 0, len(m))
+	for _, id := range d.order {
+		if _, ok := m[id]; ok {
+			out = append(out, id)
+		}
+	}
+	if len(out) == len(m) {
+		return out
+	}
+	for id := range m { // not in the index (cannot happen): judged last
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func ed25519Sign(d *Device, msg []byte) []byte { return ed25519.Sign(d.id.SignKey, msg) }
@@ -464,8 +486,41 @@ func (d *Device) judgeJoin(j *JoinRequest, rep *SyncReport) error {
 	if inv.auto && inv.mine && !j.PreviouslyRemoved {
 		return d.admit(j)
 	}
+	if d.collapse(j) {
+		return nil
+	}
 	d.share.pending[j.ID] = j
 	return nil
+}
+
+// MaxPendingRequests bounds the join requests one collection lists for the
+// owner's decision; past it, more are destroyed unanswered
+// (docs/decisions/tandem-client-join-collapse.md).
+const MaxPendingRequests = 100
+
+// collapse keeps one pending request per identity and collection: a
+// request from someone who already has one pending is destroyed unanswered
+// and the first stays, name included, so the entry the owner sees never
+// changes under them; and a collection lists at most MaxPendingRequests.
+// It reports whether j was dropped. d.mu is held.
+func (d *Device) collapse(j *JoinRequest) bool {
+	n := 0
+	for _, p := range d.share.pending {
+		if p.Collection != j.Collection {
+			continue
+		}
+		if p.UID == j.UID {
+			d.answer(j.ID)
+			return true
+		}
+		n++
+	}
+	if n >= MaxPendingRequests {
+		d.log.Warn("tandem/client: too many pending join requests; one more destroyed unanswered", "collection", j.Collection, "limit", MaxPendingRequests)
+		d.answer(j.ID)
+		return true
+	}
+	return false
 }
 
 // inviteOpen checks that an invite still admits (§11.1, §11.3): not closed

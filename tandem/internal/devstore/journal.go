@@ -49,7 +49,9 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		return err
 	}
 	if len(d.Writes) > 0 {
-		stmt, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO writes(wid, scope, stored) VALUES(?, ?, ?)")
+		// A row already there is replaced only when its bytes differ: a
+		// write dropped as damaged (integrity.go) and fetched again.
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?) ON CONFLICT(wid) DO UPDATE SET scope = excluded.scope, stored = excluded.stored, crc = excluded.crc WHERE writes.stored IS NOT excluded.stored OR writes.scope IS NOT excluded.scope OR writes.crc IS NOT excluded.crc")
 		if err != nil {
 			return err
 		}
@@ -58,7 +60,7 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		for _, w := range d.Writes {
 			id, scope := w.ID(), w.Body().Scope
 			b = record.AppendStored(b[:0], w)
-			if _, err := stmt.ExecContext(ctx, id[:], scope[:], b); err != nil {
+			if _, err := stmt.ExecContext(ctx, id[:], scope[:], b, rowSum(id, scope, b)); err != nil {
 				return err
 			}
 		}
@@ -156,7 +158,10 @@ func DecodeHLC(b []byte) (suite.HLC, error) {
 // Source returns the database as a client.Source for Device.Restore.
 func (s *DB) Source() client.Source { return &source{db: s.db} }
 
-type source struct{ db *sql.DB }
+type source struct {
+	db      *sql.DB
+	damaged [][32]byte // writes whose rows failed their checksum (integrity.go)
+}
 
 func (r *source) Cursor(ctx context.Context) (hub.Cursor, error) {
 	var v []byte
@@ -184,13 +189,16 @@ func (r *source) each(ctx context.Context, q string, args []any, fn func(*sql.Ro
 
 func (r *source) Writes(ctx context.Context, scope [16]byte, fn func([]byte, [32]byte) error) error {
 	var a arena
-	return r.each(ctx, "SELECT wid, stored FROM writes WHERE scope = ?", []any{scope[:]}, func(rows *sql.Rows) error {
-		var id, b sql.RawBytes
-		if err := rows.Scan(&id, &b); err != nil {
+	return r.each(ctx, "SELECT wid, stored, crc FROM writes WHERE scope = ?", []any{scope[:]}, func(rows *sql.Rows) error {
+		var id, b, sum sql.RawBytes
+		if err := rows.Scan(&id, &b, &sum); err != nil {
 			return err
 		}
 		if len(id) != 32 {
 			return fmt.Errorf("devstore: write id of %d bytes", len(id))
+		}
+		if !r.intact([32]byte(id), scope, b, sum) {
+			return nil
 		}
 		return fn(a.keep(b), [32]byte(id))
 	})
@@ -201,16 +209,20 @@ func (r *source) OtherWrites(ctx context.Context, not [16]byte, fn func([16]byte
 	// the driver's cost is per column, and this is the longest read of a
 	// reopening (docs/benchmarks/tandem-device.md).
 	var a arena
-	const q = "SELECT CASE WHEN length(scope) = 16 AND length(wid) = 32 THEN scope || wid || stored END FROM writes NOT INDEXED WHERE scope != ?"
+	const q = "SELECT CASE WHEN length(scope) = 16 AND length(wid) = 32 THEN scope || wid || ifnull(crc, x'0000000000') || stored END FROM writes NOT INDEXED WHERE scope != ?"
 	return r.each(ctx, q, []any{not[:]}, func(rows *sql.Rows) error {
 		var row sql.RawBytes
 		if err := rows.Scan(&row); err != nil {
 			return err
 		}
-		if len(row) < 48 {
+		if len(row) < 48+sumLen {
 			return fmt.Errorf("devstore: malformed write row")
 		}
-		return fn([16]byte(row[:16]), a.keep(row[48:]), [32]byte(row[16:48]))
+		scope, id, b := [16]byte(row[:16]), [32]byte(row[16:48]), row[48+sumLen:]
+		if !r.intact(id, scope, b, row[48:48+sumLen]) {
+			return nil
+		}
+		return fn(scope, a.keep(b), id)
 	})
 }
 

@@ -7,7 +7,7 @@
 // Schema (version 2, PRAGMA user_version; PRAGMA application_id 'FRYT'):
 //
 //	meta(k TEXT PRIMARY KEY, v BLOB)           device_id, hlc, cursor, uid, hub, ...
-//	writes(wid BLOB PRIMARY KEY, scope BLOB, stored BLOB)   kept writes, record.AppendStored
+//	writes(wid BLOB PRIMARY KEY, scope BLOB, stored BLOB, crc BLOB)   kept writes, record.AppendStored; crc: integrity.go
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
 //	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB, size INTEGER, first_seen INTEGER)   in rowid order
@@ -107,11 +107,13 @@ CREATE TABLE rotations(coll BLOB PRIMARY KEY, step INTEGER NOT NULL, payload BLO
 `,
 	// 2: a message refused for a holding bound keeps its size and first
 	// sighting (tandem/internal/client bounds.go); an outbox entry says
-	// whether it is an automatic answer (answers.go).
+	// whether it is an automatic answer (answers.go); a stored write
+	// carries a checksum (integrity.go).
 	1: `
 ALTER TABLE msgs ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE msgs ADD COLUMN first_seen INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE outbox ADD COLUMN auto INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE writes ADD COLUMN crc BLOB;
 `,
 }
 

@@ -1,0 +1,46 @@
+package devstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Stored writes carry a checksum, checked whenever a row is read back:
+// a row whose bytes changed on disk (a flipped bit, a torn page the file
+// system did not catch) is dropped and reported, never shown as someone's
+// value or published again; the client fetches it again from the hub
+// (docs/decisions/tandem-device-integrity.md).
+//
+// The checksum column holds a version byte (1) and the CRC-32C of
+// wid || scope || stored, big-endian. Rows written before schema 2 have
+// none (NULL) and are not checked.
+const sumLen = 5
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// rowSum is the checksum column of a writes row.
+func rowSum(id [32]byte, scope [16]byte, stored []byte) []byte {
+	c := crc32.Update(0, castagnoli, id[:])
+	c = crc32.Update(c, castagnoli, scope[:])
+	c = crc32.Update(c, castagnoli, stored)
+	return binary.BigEndian.AppendUint32([]byte{1}, c)
+}
+
+// intact reports whether a writes row matches its checksum, and records
+// it as damaged if not. A row without a checksum (NULL, or all zero as
+// the one-column read gives it) is taken as it is.
+func (r *source) intact(id [32]byte, scope [16]byte, stored, sum []byte) bool {
+	if len(sum) == 0 || (len(sum) == sumLen && sum[0] == 0) {
+		return true
+	}
+	if bytes.Equal(sum, rowSum(id, scope, stored)) {
+		return true
+	}
+	r.damaged = append(r.damaged, id)
+	return false
+}
+
+// DamagedWrites lists the writes whose rows failed their checksum in the
+// reads so far (client.Device.Restore asks).
+func (r *source) DamagedWrites() [][32]byte { return r.damaged }
