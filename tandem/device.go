@@ -116,6 +116,7 @@ type Device struct {
 	changed   chan struct{} // closed at the next change (Changed)
 	local     chan struct{} // closed at the next local edit (Run)
 	closed    bool
+	pollTest  *[2]time.Duration // tests: Run's slow and fast poll (run.go)
 }
 
 // Open opens the device in dir, creating it on first run: a new user

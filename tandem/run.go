@@ -16,7 +16,52 @@ const (
 	// pollEvery is Run's safety net: a sync this often even when the watch
 	// reports nothing (a server whose push silently stopped).
 	pollEvery = 5 * time.Minute
+	// pollFast is Run's poll while pushes have proved unreliable: a sync
+	// not started by a notification found changes on the hub (for example
+	// Cyrus does not tell an IMAP IDLE of a message appended over JMAP).
+	// quietPolls fast polls in a row that find nothing make Run trust the
+	// notifications again. docs/decisions/tandem-run-poll.md.
+	pollFast   = 30 * time.Second
+	quietPolls = 10
 )
+
+// Why Run syncs.
+const (
+	byPush  = iota // the watch reported a change
+	byLocal        // this device wrote
+	byPoll         // the poll timer fired
+)
+
+// pollState is how often Run polls: every pollEvery, or every pollFast
+// once a change arrived that no notification announced, until quietPolls
+// fast polls in a row find nothing. It outlives reconnects.
+type pollState struct {
+	slow, fast time.Duration
+	unreliable bool
+	quiet      int
+}
+
+func (p *pollState) every() time.Duration {
+	if p.unreliable {
+		return p.fast
+	}
+	return p.slow
+}
+
+// after records what one sync, started for cause, applied from the hub.
+// It reports whether the poll interval changed.
+func (p *pollState) after(cause, applied int) bool {
+	was := p.unreliable
+	switch {
+	case applied > 0 && (cause == byLocal || cause == byPoll):
+		p.unreliable, p.quiet = true, 0
+	case cause == byPoll && p.unreliable:
+		if p.quiet++; p.quiet >= quietPolls {
+			p.unreliable, p.quiet = false, 0
+		}
+	}
+	return was != p.unreliable
+}
 
 // Run keeps the device in sync until ctx ends (§1.1: changes appear
 // within seconds, push, not polling): it watches the hub (IMAP IDLE, JMAP
@@ -36,8 +81,12 @@ func (d *Device) Run(ctx context.Context) error {
 		}
 	}
 	backoff := backoffMin
+	poll := &pollState{slow: pollEvery, fast: pollFast}
+	if d.pollTest != nil {
+		poll.slow, poll.fast = d.pollTest[0], d.pollTest[1]
+	}
 	for {
-		err := d.watchAndSync(ctx, kick, signal)
+		err := d.watchAndSync(ctx, kick, signal, poll)
 		switch {
 		case ctx.Err() != nil || d.isClosed():
 			return nil
@@ -63,7 +112,7 @@ var errSynced = errors.New("synced before the connection was lost")
 
 // watchAndSync connects, watches the hub and syncs until the connection
 // breaks or ctx ends. Its watch goroutine has ended when it returns.
-func (d *Device) watchAndSync(ctx context.Context, kick chan struct{}, signal func()) error {
+func (d *Device) watchAndSync(ctx context.Context, kick chan struct{}, signal func(), polls *pollState) error {
 	s, err := d.connect(ctx)
 	if err != nil {
 		return d.failed(err)
@@ -80,29 +129,33 @@ func (d *Device) watchAndSync(ctx context.Context, kick chan struct{}, signal fu
 	d.setWatching(true)
 	defer d.setWatching(false)
 	synced := false
-	poll := time.NewTimer(pollEvery)
+	poll := time.NewTimer(polls.every())
 	defer poll.Stop()
-	for now := false; ; {
-		if now {
-			if _, err := d.Sync(ctx); err != nil {
+	for cause := -1; ; {
+		if cause >= 0 {
+			rep, err := d.Sync(ctx)
+			if err != nil {
 				if synced {
 					return errors.Join(errSynced, err)
 				}
 				return err
 			}
-			synced, now = true, false
-			poll.Reset(pollEvery)
+			if synced && polls.after(cause, rep.Applied) {
+				d.log.Info("tandem: notifications from the hub missed a change; polling more often until they prove reliable", "fast", polls.unreliable, "every", polls.every())
+			}
+			synced, cause = true, -1
+			poll.Reset(polls.every())
 		}
 		local := d.localEdits()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-kick:
-			now = true
+			cause = byPush
 		case <-local:
-			now = true
+			cause = byLocal
 		case <-poll.C:
-			now = true
+			cause = byPoll
 		case err := <-done:
 			done = nil
 			d.dropStore()

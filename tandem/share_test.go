@@ -3,6 +3,7 @@ package tandem
 import (
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // sharing is the §13.2 story on one hub: Jesper (two devices) shares
@@ -79,9 +80,18 @@ func shareStory(t *testing.T, opts func(name string) Options) *sharing {
 	if _, err := s.be.Join(t.Context(), link.Link, "Ben"); err != nil {
 		t.Fatal(err)
 	}
-	syncT(t, s.be)
-	syncT(t, s.j1)
-	syncT(t, s.j2)
+	// On Cyrus, a message appended over IMAP can take a moment to show
+	// over JMAP: sync until both owner devices have the request, for at
+	// most a minute.
+	for deadline := time.Now().Add(time.Minute); ; {
+		syncT(t, s.be)
+		syncT(t, s.j1)
+		syncT(t, s.j2)
+		if len(s.j1.Requests(s.c)) > 0 && len(s.j2.Requests(s.c)) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	reqs := s.j2.Requests(s.c)
 	if len(reqs) != 1 || reqs[0].Name != "Ben" || reqs[0].Role != RoleReader {
 		t.Fatalf("Jesper's second device sees requests %+v", reqs)

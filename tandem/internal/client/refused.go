@@ -113,8 +113,9 @@ func (d *Device) settleAll(rep *SyncReport) int {
 
 // settleState applies the rule to coll. Without the current epoch's inventory
 // it does only this: if the user can no longer write (removed, made a
-// reader, the collection deleted), the user's writes no hub message holds
-// never went out, and are refused. d.mu is held.
+// reader, the collection deleted), this device's writes in records still
+// queued for publishing that no hub message holds never went out, and are
+// refused. d.mu is held.
 func (d *Device) settleState(coll *collection, rep *SyncReport) int {
 	r, full, ok := fullRoster(coll)
 	if !ok {
@@ -136,10 +137,10 @@ func (d *Device) settleState(coll *collection, rep *SyncReport) int {
 			return v != keepIt
 		}
 	case !canWrite(r, d.id.UID):
-		onHub := d.writesOnHub(coll)
+		onHub, dirty := d.writesOnHub(coll), d.dirtyRecords(coll)
 		why := refusedWhy(r, d.id.UID, nil)
 		out = func(w *record.Write) bool {
-			if w.Author() == d.id.UID && !onHub[w.ID()] {
+			if w.Author() == d.id.UID && w.Dot().Device == d.dev && dirty[w.Record()] && !onHub[w.ID()] {
 				refused[w.ID()] = why
 				return true
 			}
@@ -198,6 +199,17 @@ func (d *Device) writesOnHub(coll *collection) map[[32]byte]bool {
 		}
 		for _, w := range m.writes {
 			out[w] = true
+		}
+	}
+	return out
+}
+
+// dirtyRecords lists coll's records queued for publishing. d.mu is held.
+func (d *Device) dirtyRecords(coll *collection) map[[16]byte]bool {
+	out := map[[16]byte]bool{}
+	for _, m := range d.outbox {
+		if ch := d.chans[m.channel]; m.dirty && ch != nil && ch.coll == coll {
+			out[m.rec] = true
 		}
 	}
 	return out

@@ -386,6 +386,9 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 			d.mark(id, MsgDone)
 		}
 	}
+	if len(d.held) > 0 {
+		d.retryHeld(rep) // a grant may have moved a collection on (announcedByGrant)
+	}
 	d.answerKeyReqs()
 	d.askForKeys()
 	if more {
