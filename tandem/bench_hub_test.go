@@ -20,10 +20,13 @@ import (
 
 // Benchmarks against real servers (docs/benchmarks/tandem-device.md).
 //
-//	BenchmarkFirstSync/device vs /raw-fetch: a new device's first sync of a
+//	BenchmarkFirstSync/device vs /anchor: a new device's first sync of a
 //	collection of 10,000 records (100,000 writes in record-state messages)
 //	from Dovecot — fetch, verify, merge, persist — vs fetching the same
-//	messages with the binding alone.
+//	messages with the binding alone while crypto/ed25519.Verify checks the
+//	same 100,000 signatures on GOMAXPROCS goroutines (/raw-fetch: the
+//	fetch alone). BenchmarkCatchUp (bench_sync_test.go): the same for a
+//	reopened device reading 1,000 new messages.
 //	BenchmarkNotify/<server>: device A's write → device B's change
 //	notification under Run, next to a bare Watch on the same server seeing
 //	the same append (p50/p95 as metrics).
@@ -34,6 +37,8 @@ var (
 	firstErr  error
 	firstHub  Hub
 	firstColl CollectionID
+	firstDir  string    // the source device's directory
+	firstSigs []sigCase // the signatures of the collection's writes
 )
 
 func firstSyncSource(b *testing.B) (Hub, string) {
@@ -62,8 +67,8 @@ func firstSyncSource(b *testing.B) (Hub, string) {
 			ids = append(ids, a.ID)
 		}
 		s.Destroy(ctx, ids)
-		dir, _ := osMkdirTemp()
-		d, err := Open(ctx, filepath.Join(dir, "src"), Options{Name: "Bench", Hub: firstHub, Logger: quiet()})
+		firstDir, _ = osMkdirTemp()
+		d, err := Open(ctx, filepath.Join(firstDir, "src"), Options{Name: "Bench", Hub: firstHub, Logger: quiet()})
 		if err != nil {
 			firstErr = err
 			return
@@ -82,6 +87,7 @@ func firstSyncSource(b *testing.B) (Hub, string) {
 		}
 		_, firstErr = d.Sync(ctx)
 		firstKey = d.ShowBackupKey()
+		firstSigs = sigsOf(d, firstColl, nil)
 	})
 	if firstErr != nil {
 		realtest.Unavailable(b, firstErr.Error())
@@ -106,27 +112,15 @@ func BenchmarkFirstSync(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	b.Run("raw-fetch", func(b *testing.B) {
-		cfg := imaphub.Config{Addr: hubAddr(h), User: h.user, Password: h.password}
+	cfg := imaphub.Config{Addr: hubAddr(h), User: h.user, Password: h.password}
+	b.Run("anchor", func(b *testing.B) {
 		for b.Loop() {
-			s, err := imaphub.Open(context.Background(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ch, err := s.Changes(context.Background(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var ids []hub.ID
-			for _, a := range ch.Added {
-				ids = append(ids, a.ID)
-			}
-			for i := 0; i < len(ids); i += 256 {
-				if _, err := s.Fetch(context.Background(), ids[i:min(i+256, len(ids))]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			s.Close()
+			rawFetchVerify(b, cfg, nil, firstSigs)
+		}
+	})
+	b.Run("raw-fetch", func(b *testing.B) {
+		for b.Loop() {
+			rawFetch(b, cfg, nil)
 		}
 	})
 }
