@@ -203,7 +203,8 @@ func editErr(err error, l listInfo) error {
 }
 
 func (a *app) showCmd() *cobra.Command {
-	var all bool
+	var all, hideDone bool
+	var tags []string
 	c := &cobra.Command{
 		Use:     "show LIST [ITEM]",
 		GroupID: groupLists,
@@ -216,8 +217,8 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			defer s.close()
 			if len(as) == 2 {
-				if all {
-					return usagef("--all applies to a whole list, not to one item")
+				if all || hideDone || len(tags) > 0 {
+					return usagef("--all, --hide-done and --tag apply to a whole list, not to one item")
 				}
 				_, it, err := findItem(s.dev, l, as[1])
 				if err != nil {
@@ -233,6 +234,7 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			its = filterItems(its, hideDone, tags)
 			if a.json {
 				return emit(c.OutOrStdout(), showOut{List: l, Items: its})
 			}
@@ -241,6 +243,8 @@ func (a *app) showCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "include deleted items")
+	c.Flags().BoolVar(&hideDone, "hide-done", false, "leave out items that are done")
+	c.Flags().StringSliceVar(&tags, "tag", nil, "only items with this tag (repeat: with all of them)")
 	return a.flags(c, true)
 }
 
@@ -343,4 +347,20 @@ func printItemFields(w io.Writer, it itemOut) {
 			fmt.Fprintf(w, "  %-10s %s\n", n, strings.Join(f.Elements, ", "))
 		}
 	}
+}
+
+// filterItems keeps the items show's filters let through: not done (with
+// hideDone), and tagged with every tag in tags (compared as nameKey).
+func filterItems(its []itemOut, hideDone bool, tags []string) []itemOut {
+	return slices.DeleteFunc(its, func(it itemOut) bool {
+		if hideDone && it.Done {
+			return true
+		}
+		for _, t := range tags {
+			if !slices.ContainsFunc(it.Tags, func(x string) bool { return nameKey(x) == nameKey(t) }) {
+				return true
+			}
+		}
+		return false
+	})
 }

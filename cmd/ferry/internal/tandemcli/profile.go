@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -160,6 +161,7 @@ type session struct {
 	dev     *tandem.Device
 	log     *os.File
 	trust   *trust // the CAs trusted for the mail server (nil: the system's)
+	verbose bool   // -v: the log on stderr too
 	watcher bool   // sync --watch: never asks another process to yield
 	unyield func() // removes this process's yield request
 }
@@ -200,7 +202,7 @@ func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{dir: dir, prof: prof, watcher: watcher, trust: a.trust}
+	s := &session{dir: dir, prof: prof, watcher: watcher, trust: a.trust, verbose: a.verbose}
 	if s.trust == nil {
 		if s.trust, err = profileTrust(dir); err != nil {
 			return nil, err
@@ -257,10 +259,15 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 }
 
 func (s *session) logger() *slog.Logger {
-	if s.log == nil {
-		return slog.New(slog.DiscardHandler)
+	var w io.Writer = io.Discard
+	if s.log != nil {
+		w = s.log
 	}
-	return slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if s.verbose { // -v: everything the device says, on stderr too
+		w, level = io.MultiWriter(w, newSafeWriter(os.Stderr)), slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // openLog opens the profile's log for appending, starting it afresh when
