@@ -25,6 +25,7 @@ type valueOut struct {
 	Value  string `json:"value"`
 	Author string `json:"author"` // the name the list's members know the writer by
 	User   string `json:"user"`   // the writer's user ID
+	device string // shown after the author when one user wrote several values: "this device", "device 1a2b3c"
 }
 
 type fieldOut struct {
@@ -89,7 +90,9 @@ func items(d *tandem.Device, l listInfo, all bool) ([]itemOut, error) {
 	out := []itemOut{}
 	for _, r := range recs {
 		if !r.Deleted || all {
-			out = append(out, item(r))
+			it := item(r)
+			labelDevices(it, r, d.DeviceID())
+			out = append(out, it)
 		}
 	}
 	slices.SortFunc(out, func(x, y itemOut) int {
@@ -255,7 +258,7 @@ func showField(f fieldOut) string {
 	}
 	var parts []string
 	for _, v := range f.Values {
-		parts = append(parts, fmt.Sprintf("%s (by %s)", v.Value, v.Author))
+		parts = append(parts, fmt.Sprintf("%s (by %s%s)", v.Value, v.Author, onDevice(v)))
 	}
 	return "CONFLICT " + strings.Join(parts, " | ")
 }
@@ -341,7 +344,7 @@ func printItemFields(w io.Writer, it itemOut) {
 			if f.Conflict {
 				mark = "  (conflict)"
 			}
-			fmt.Fprintf(w, "  %-10s %s  by %s%s\n", n, v.Value, v.Author, mark)
+			fmt.Fprintf(w, "  %-10s %s  by %s%s%s\n", n, v.Value, v.Author, onDevice(v), mark)
 		}
 		if len(f.Elements) > 0 {
 			fmt.Fprintf(w, "  %-10s %s\n", n, strings.Join(f.Elements, ", "))
@@ -363,4 +366,34 @@ func filterItems(its []itemOut, hideDone bool, tags []string) []itemOut {
 		}
 		return false
 	})
+}
+
+// labelDevices names the device of each value of a field in conflict that
+// one user wrote more than once (two of their devices): "this device" for
+// own, else "device" and the start of its ID.
+func labelDevices(it itemOut, r tandem.Record, own [8]byte) {
+	for name, f := range r.Fields {
+		users := map[tandem.UserID]int{}
+		for _, v := range f.Values {
+			users[v.Author.User]++
+		}
+		fo := it.Fields[name]
+		for i, v := range f.Values {
+			if users[v.Author.User] < 2 || i >= len(fo.Values) {
+				continue
+			}
+			fo.Values[i].device = "this device"
+			if v.Device != own {
+				fo.Values[i].device = fmt.Sprintf("device %x", v.Device[:3])
+			}
+		}
+	}
+}
+
+// onDevice is ", on DEVICE" for a value that needs its device named.
+func onDevice(v valueOut) string {
+	if v.device == "" {
+		return ""
+	}
+	return ", on " + v.device
 }

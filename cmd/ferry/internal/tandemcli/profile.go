@@ -83,7 +83,12 @@ func (a *app) createProfile() (dir string, undo func(), err error) {
 			return "", nil, failf("storage", "cannot create %s: %v", parent, pathErr(err))
 		}
 	}
-	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+	switch fi, err := os.Stat(parent); {
+	case errors.Is(err, fs.ErrPermission):
+		return "", nil, failf("storage", "cannot use %s: permission denied (choose another --profile)", parent)
+	case err == nil && !fi.IsDir():
+		return "", nil, failf("invalid", "%s is a file, not a directory: choose another --profile", parent)
+	case err != nil:
 		return "", nil, failf("invalid", "%s does not exist: create it first, or choose another --profile", parent)
 	}
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
