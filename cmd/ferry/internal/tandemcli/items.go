@@ -306,6 +306,9 @@ func printList(w io.Writer, l listInfo, its []itemOut, shared string) {
 		if f := it.Fields[fieldTitle]; f.Conflict {
 			title = showField(f)
 		}
+		if title == "" && it.Deleted {
+			title = "(its title went with it)"
+		}
 		line := fmt.Sprintf("  %s %s %s", short(it.ID), box, title)
 		var names []string
 		for n := range it.Fields {
