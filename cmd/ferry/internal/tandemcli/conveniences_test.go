@@ -14,11 +14,7 @@ import (
 // a new directory with their own names and ENVIRONMENT, FILES and EXIT
 // STATUS, and ferry name.
 func TestConveniencesDovecot(t *testing.T) {
-	addr, user, pass := dovecotAccount(t)
-	d := newDevice(t, "aimee")
-	d.ok("init", "--name", "Aimee")
-	d.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
-	d.ok("new", "Groceries")
+	d := aimeeOnDovecot(t, "Groceries")
 	out := d.ok("add", "Groceries", "--each", "Eggs", "Bread", "qty=1", "Butter", "--tag", "shop")
 	if strings.Count(out, "Added ") != 3 {
 		t.Errorf("add --each of three: %s", out)
@@ -101,11 +97,7 @@ func TestConveniencesDovecot(t *testing.T) {
 // declined your request, when you were let in, and when you were removed
 // from a list.
 func TestSyncSaysWhatHappenedDovecot(t *testing.T) {
-	addr, user, pass := dovecotAccount(t)
-	a := newDevice(t, "aimee")
-	a.ok("init", "--name", "Aimee")
-	a.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
-	a.ok("new", "House")
+	a := aimeeOnDovecot(t, "House")
 	var inv struct{ Link string }
 	a.jsonOut(&inv, "share", "House", "--link")
 	j, c := newDevice(t, "jesper"), newDevice(t, "carol")
