@@ -81,7 +81,8 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 			if c.Flags().Changed("timeout") && f.watch {
 				return usagef("--timeout applies to one sync, not to --watch")
 			}
-			if f.watch {
+			if f.watch { // what arrives is the output: -q doesn't leave it out
+				c.SetOut(newSafeWriter(a.stdout))
 				return a.watch(c, f)
 			}
 			s, err := a.open(c.Context())
