@@ -73,6 +73,9 @@ type Author struct {
 type Value struct {
 	Bytes  []byte
 	Author Author
+	// Device is the installation that wrote the value (§5.3): it tells
+	// apart two values one user wrote on two of their devices.
+	Device [8]byte
 }
 
 // String is the value as text.
@@ -323,7 +326,7 @@ func readRecordBy(s *record.State, r *roster.Roster, names *authors, rec [16]byt
 func values(s *record.State, names *authors, rec [16]byte, field string) []Value {
 	var out []Value
 	for _, v := range s.Values(rec, field) {
-		out = append(out, Value{Bytes: v.Value, Author: names.of(v.Author)})
+		out = append(out, Value{Bytes: v.Value, Author: names.of(v.Author), Device: v.Dot.Device})
 	}
 	slices.SortFunc(out, func(a, b Value) int { return bytes.Compare(a.Bytes, b.Bytes) })
 	return out

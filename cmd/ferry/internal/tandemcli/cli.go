@@ -33,6 +33,30 @@ type app struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	trust   *trust // connect --ca-file: trusted by the device a connect opens
+	quiet   bool   // -q: no confirmations of what was done, no progress
+	verbose bool   // -v: the device's log on stderr too
+}
+
+// annQuiet marks a command whose text output only confirms what it did:
+// -q leaves it out (a command that shows data shows it anyway).
+const annQuiet = "ferry-quiet"
+
+// chatty are the commands whose output -q leaves out.
+var chatty = map[string]bool{"add": true, "set": true, "tag": true, "untag": true, "done": true, "rm": true, "new": true, "rename": true,
+	"copy": true, "delete": true, "sync": true, "connect": true, "jmap": true, "imap": true, "paste": true, "approve": true, "decline": true,
+	"leave": true, "role": true, "remove": true, "finish": true, "discard": true, "new-key": true, "make-private": true, "name": true}
+
+// markQuiet annotates the chatty commands under cs.
+func markQuiet(cs []*cobra.Command) {
+	for _, c := range cs {
+		if chatty[c.Name()] {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[annQuiet] = "1"
+		}
+		markQuiet(c.Commands())
+	}
 }
 
 // Register adds the Tandem commands to root, and makes root's flag errors
@@ -49,7 +73,7 @@ func Register(root *cobra.Command, cfg Config) {
 		&cobra.Group{ID: groupShare, Title: "Sharing (Tandem):"},
 		&cobra.Group{ID: groupSync, Title: "Sync (Tandem):"})
 	for _, c := range []*cobra.Command{
-		a.initCmd(), a.restoreCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(), a.deviceCmd(), a.startOverCmd(),
+		a.initCmd(), a.restoreCmd(), a.nameCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(), a.deviceCmd(), a.startOverCmd(),
 		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(), a.copyCmd(), a.deleteCmd(),
 		a.addCmd(), a.setCmd(), a.tagCmd(true), a.tagCmd(false), a.doneCmd(), a.rmCmd(),
 		a.shareCmd(), a.joinCmd(), a.requestsCmd(), a.decideCmd(true), a.decideCmd(false), a.membersCmd(), a.roleCmd(), a.removeCmd(), a.leaveCmd(),
@@ -58,6 +82,7 @@ func Register(root *cobra.Command, cfg Config) {
 		root.AddCommand(c)
 	}
 	root.AddCommand(a.inFlightCmds()...)
+	markQuiet(root.Commands())
 	a.addCompletion(root.Commands())
 	root.AddCommand(a.manCmd(root), exitCodesTopic())
 }
@@ -75,8 +100,13 @@ func (a *app) flags(c *cobra.Command, withJSON bool) *cobra.Command {
 		a.stdout, a.stderr = c.OutOrStdout(), c.ErrOrStderr() // raw: progress lines
 		c.SetOut(newSafeWriter(a.stdout))                     // what members wrote can't reach the terminal raw
 		c.SetErr(newSafeWriter(a.stderr))
+		if a.quiet && !a.json && c.Annotations[annQuiet] != "" {
+			c.SetOut(io.Discard)
+		}
 	}
 	c.Flags().StringVar(&a.profile, "profile", "", "the profile directory: one device (default $FERRY_HOME, else $XDG_DATA_HOME/ferry)")
+	c.Flags().BoolVarP(&a.quiet, "quiet", "q", false, "print no confirmation of what was done (results and errors still)")
+	c.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "also show what the device does (its log) on stderr")
 	if withJSON {
 		c.Flags().BoolVar(&a.json, "json", false, "print the result as JSON (errors as JSON on stderr)")
 	}
@@ -119,6 +149,8 @@ const exitCodesText = `Exit status: ferry exits with
   0  the command did what it was asked
   1  it could not: the message (one line on stderr) says why and what to do
   2  the command line was wrong: an unknown command or flag, a missing or bad argument
+  130  Ctrl-C stopped it before it was done (sync --watch and a share waiting
+     for someone stop there by design, and exit 0)
 
 With --json, an error is printed on stderr as
   {"error":{"kind":"...","message":"..."},"exit":N}
@@ -131,7 +163,7 @@ func flagError(c *cobra.Command, err error) error {
 	var iv *pflag.InvalidValueError
 	if errors.As(err, &iv) && iv.GetFlag() != nil {
 		f := iv.GetFlag()
-		want, ok := map[string]string{"duration": "a duration such as 30s, 5m or 1h", "int": "a whole number", "bool": "true or false"}[f.Value.Type()]
+		want, ok := map[string]string{"duration": "a duration such as 30s, 5m, 1h or 7d", "int": "a whole number", "bool": "true or false"}[f.Value.Type()]
 		if ok {
 			msg = fmt.Sprintf("--%s takes %s, not %q", f.Name, want, iv.GetValue())
 		}
@@ -151,6 +183,7 @@ func helpCmd(root *cobra.Command) *cobra.Command {
 				return usagef("there is no command or help topic %q (ferry help lists them)", strings.Join(as, " "))
 			}
 			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag() // ferry help lists --version, as ferry --help does
 			return cmd.Help()
 		},
 		ValidArgsFunction: func(c *cobra.Command, as []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {

@@ -17,6 +17,10 @@ const (
 	ExitOK    = 0 // the command did what it was asked
 	ExitError = 1 // it could not: the message says why and what to do
 	ExitUsage = 2 // the command line was wrong: unknown command or flag, bad argument
+	// ExitInterrupted is a command stopped by Ctrl-C (128 + SIGINT, as
+	// shells report it); sync --watch and a waiting share stop there by
+	// design and exit 0.
+	ExitInterrupted = 130
 )
 
 // Error is an error shown to a person: one line, with the fix. Kind is a
@@ -38,7 +42,11 @@ func usagef(format string, args ...any) *Error {
 
 // failf is an error of the given kind (exit 1).
 func failf(kind, format string, args ...any) *Error {
-	return &Error{Exit: ExitError, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	e := &Error{Exit: ExitError, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	if kind == "interrupted" {
+		e.Exit = ExitInterrupted
+	}
+	return e
 }
 
 // codeKinds names tandem's error codes for --json.

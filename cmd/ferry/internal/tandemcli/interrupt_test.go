@@ -56,7 +56,7 @@ func TestInterrupt(t *testing.T) {
 			stderr += s
 		}
 		err := p.cmd.Wait()
-		if code := p.cmd.ProcessState.ExitCode(); code != 1 || err == nil {
+		if code := p.cmd.ProcessState.ExitCode(); code != 130 || err == nil {
 			t.Errorf("%v after Ctrl-C: exit %d", args, code)
 		}
 		if el := time.Since(start); el > 5*time.Second {

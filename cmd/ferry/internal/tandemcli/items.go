@@ -25,6 +25,7 @@ type valueOut struct {
 	Value  string `json:"value"`
 	Author string `json:"author"` // the name the list's members know the writer by
 	User   string `json:"user"`   // the writer's user ID
+	device string // shown after the author when one user wrote several values: "this device", "device 1a2b3c"
 }
 
 type fieldOut struct {
@@ -89,7 +90,9 @@ func items(d *tandem.Device, l listInfo, all bool) ([]itemOut, error) {
 	out := []itemOut{}
 	for _, r := range recs {
 		if !r.Deleted || all {
-			out = append(out, item(r))
+			it := item(r)
+			labelDevices(it, r, d.DeviceID())
+			out = append(out, it)
 		}
 	}
 	slices.SortFunc(out, func(x, y itemOut) int {
@@ -203,7 +206,8 @@ func editErr(err error, l listInfo) error {
 }
 
 func (a *app) showCmd() *cobra.Command {
-	var all bool
+	var all, hideDone bool
+	var tags []string
 	c := &cobra.Command{
 		Use:     "show LIST [ITEM]",
 		GroupID: groupLists,
@@ -216,8 +220,8 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			defer s.close()
 			if len(as) == 2 {
-				if all {
-					return usagef("--all applies to a whole list, not to one item")
+				if all || hideDone || len(tags) > 0 {
+					return usagef("--all, --hide-done and --tag apply to a whole list, not to one item")
 				}
 				_, it, err := findItem(s.dev, l, as[1])
 				if err != nil {
@@ -233,6 +237,7 @@ func (a *app) showCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			its = filterItems(its, hideDone, tags)
 			if a.json {
 				return emit(c.OutOrStdout(), showOut{List: l, Items: its})
 			}
@@ -241,6 +246,8 @@ func (a *app) showCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "include deleted items")
+	c.Flags().BoolVar(&hideDone, "hide-done", false, "leave out items that are done")
+	c.Flags().StringSliceVar(&tags, "tag", nil, "only items with this tag (repeat: with all of them)")
 	return a.flags(c, true)
 }
 
@@ -251,7 +258,7 @@ func showField(f fieldOut) string {
 	}
 	var parts []string
 	for _, v := range f.Values {
-		parts = append(parts, fmt.Sprintf("%s (by %s)", v.Value, v.Author))
+		parts = append(parts, fmt.Sprintf("%s (by %s%s)", v.Value, v.Author, onDevice(v)))
 	}
 	return "CONFLICT " + strings.Join(parts, " | ")
 }
@@ -299,6 +306,9 @@ func printList(w io.Writer, l listInfo, its []itemOut, shared string) {
 		if f := it.Fields[fieldTitle]; f.Conflict {
 			title = showField(f)
 		}
+		if title == "" && it.Deleted {
+			title = "(its title went with it)"
+		}
 		line := fmt.Sprintf("  %s %s %s", short(it.ID), box, title)
 		var names []string
 		for n := range it.Fields {
@@ -337,10 +347,56 @@ func printItemFields(w io.Writer, it itemOut) {
 			if f.Conflict {
 				mark = "  (conflict)"
 			}
-			fmt.Fprintf(w, "  %-10s %s  by %s%s\n", n, v.Value, v.Author, mark)
+			fmt.Fprintf(w, "  %-10s %s  by %s%s%s\n", n, v.Value, v.Author, onDevice(v), mark)
 		}
 		if len(f.Elements) > 0 {
 			fmt.Fprintf(w, "  %-10s %s\n", n, strings.Join(f.Elements, ", "))
 		}
 	}
+}
+
+// filterItems keeps the items show's filters let through: not done (with
+// hideDone), and tagged with every tag in tags (compared as nameKey).
+func filterItems(its []itemOut, hideDone bool, tags []string) []itemOut {
+	return slices.DeleteFunc(its, func(it itemOut) bool {
+		if hideDone && it.Done {
+			return true
+		}
+		for _, t := range tags {
+			if !slices.ContainsFunc(it.Tags, func(x string) bool { return nameKey(x) == nameKey(t) }) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// labelDevices names the device of each value of a field in conflict that
+// one user wrote more than once (two of their devices): "this device" for
+// own, else "device" and the start of its ID.
+func labelDevices(it itemOut, r tandem.Record, own [8]byte) {
+	for name, f := range r.Fields {
+		users := map[tandem.UserID]int{}
+		for _, v := range f.Values {
+			users[v.Author.User]++
+		}
+		fo := it.Fields[name]
+		for i, v := range f.Values {
+			if users[v.Author.User] < 2 || i >= len(fo.Values) {
+				continue
+			}
+			fo.Values[i].device = "this device"
+			if v.Device != own {
+				fo.Values[i].device = fmt.Sprintf("device %x", v.Device[:3])
+			}
+		}
+	}
+}
+
+// onDevice is ", on DEVICE" for a value that needs its device named.
+func onDevice(v valueOut) string {
+	if v.device == "" {
+		return ""
+	}
+	return ", on " + v.device
 }

@@ -39,7 +39,7 @@ func TestJoinAfterConnectingDovecotCyrus(t *testing.T) {
 		t.Error("a join answered no changed the profile")
 	}
 	out = j.okIn("y\n", "join", inv.Link)
-	if !strings.Contains(out, "Waiting for Aimee to approve.") {
+	if !strings.Contains(out, "Waiting for Aimee to let you in.") {
 		t.Fatalf("join after switching: %s", out)
 	}
 	var st struct{ Hub string }
@@ -64,7 +64,7 @@ func TestJoinAfterConnectingDovecotCyrus(t *testing.T) {
 	}
 	second := filepath.Join(c.home, "carol-house")
 	c.ok("init", "--profile", second, "--name", "Carol")
-	if out := c.ok("join", "--profile", second, inv.Link); !strings.Contains(out, "Waiting for Aimee to approve.") {
+	if out := c.ok("join", "--profile", second, inv.Link); !strings.Contains(out, "Waiting for Aimee to let you in.") {
 		t.Errorf("join from a new profile: %s", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -82,7 +83,12 @@ func (a *app) createProfile() (dir string, undo func(), err error) {
 			return "", nil, failf("storage", "cannot create %s: %v", parent, pathErr(err))
 		}
 	}
-	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+	switch fi, err := os.Stat(parent); {
+	case errors.Is(err, fs.ErrPermission):
+		return "", nil, failf("storage", "cannot use %s: permission denied (choose another --profile)", parent)
+	case err == nil && !fi.IsDir():
+		return "", nil, failf("invalid", "%s is a file, not a directory: choose another --profile", parent)
+	case err != nil:
 		return "", nil, failf("invalid", "%s does not exist: create it first, or choose another --profile", parent)
 	}
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -160,6 +166,7 @@ type session struct {
 	dev     *tandem.Device
 	log     *os.File
 	trust   *trust // the CAs trusted for the mail server (nil: the system's)
+	verbose bool   // -v: the log on stderr too
 	watcher bool   // sync --watch: never asks another process to yield
 	unyield func() // removes this process's yield request
 }
@@ -200,7 +207,7 @@ func (a *app) openAs(ctx context.Context, watcher bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{dir: dir, prof: prof, watcher: watcher, trust: a.trust}
+	s := &session{dir: dir, prof: prof, watcher: watcher, trust: a.trust, verbose: a.verbose}
 	if s.trust == nil {
 		if s.trust, err = profileTrust(dir); err != nil {
 			return nil, err
@@ -257,10 +264,15 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 }
 
 func (s *session) logger() *slog.Logger {
-	if s.log == nil {
-		return slog.New(slog.DiscardHandler)
+	var w io.Writer = io.Discard
+	if s.log != nil {
+		w = s.log
 	}
-	return slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if s.verbose { // -v: everything the device says, on stderr too
+		w, level = io.MultiWriter(w, newSafeWriter(os.Stderr)), slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // openLog opens the profile's log for appending, starting it afresh when

@@ -18,7 +18,7 @@ const progressTick = 150 * time.Millisecond
 // it has taken. Plain output (a pipe, a file, --json) gets no progress
 // lines.
 func (a *app) withProgress(s *session, what string, fn func() error) error {
-	if a.json || !isTerminal(a.stdout) || !isTerminal(a.stderr) {
+	if a.json || a.quiet || !isTerminal(a.stdout) || !isTerminal(a.stderr) {
 		return fn()
 	}
 	done := make(chan struct{})

@@ -11,11 +11,7 @@ import (
 // each approves by the ID shown. (Dovecot's message IDs begin with the
 // same timestamp, so the start of tandem's ID was the same for both.)
 func TestRequestIDsDovecot(t *testing.T) {
-	addr, user, pass := dovecotAccount(t)
-	a := newDevice(t, "aimee")
-	a.ok("init", "--name", "Aimee")
-	a.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
-	a.ok("new", "House")
+	a := aimeeOnDovecot(t, "House")
 	var inv struct{ Link string }
 	a.jsonOut(&inv, "share", "House", "--link")
 	for _, name := range []string{"Jesper", "Carol"} {
@@ -52,4 +48,16 @@ func TestRequestIDsDovecot(t *testing.T) {
 	if out := a.ok("decline", first["Carol"]); !strings.Contains(out, "Declined Carol's request to join House.") {
 		t.Errorf("decline %s: %s", first["Carol"], out)
 	}
+}
+
+// aimeeOnDovecot is Aimee's device, connected to the Dovecot account
+// (emptied), with a new list of hers.
+func aimeeOnDovecot(t *testing.T, list string) *device {
+	t.Helper()
+	addr, user, pass := dovecotAccount(t)
+	a := newDevice(t, "aimee")
+	a.ok("init", "--name", "Aimee")
+	a.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
+	a.ok("new", list)
+	return a
 }

@@ -153,7 +153,7 @@ func (it itemOut) shown() itemOut {
 	for n, f := range it.Fields {
 		vs := make([]valueOut, len(f.Values))
 		for i, v := range f.Values {
-			vs[i] = valueOut{Value: disp(v.Value), Author: disp(v.Author), User: v.User}
+			vs[i] = valueOut{Value: disp(v.Value), Author: disp(v.Author), User: v.User, device: v.device}
 		}
 		f.Values, f.Elements = vs, dispAll(f.Elements)
 		fields[disp(n)] = f

@@ -41,7 +41,6 @@ func safeOut(t *testing.T, what, out string) {
 // values; and two titles that differ only in their Unicode form are told
 // apart by ID.
 func TestPeerTextSafeDovecot(t *testing.T) {
-	addr, user, pass := dovecotAccount(t)
 	const (
 		evilList  = "Ho\x1b[2Jme\u202e"
 		evilTitle = "\x1b[31mRed\x1b[0m\nFAKE LINE"
@@ -51,10 +50,7 @@ func TestPeerTextSafeDovecot(t *testing.T) {
 		evilName  = "Jes\x1b[1Aper\u202e"
 		nfc, nfd  = "Caf\u00e9", "Cafe\u0301"
 	)
-	a := newDevice(t, "aimee")
-	a.ok("init", "--name", "Aimee")
-	a.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
-	a.ok("new", evilList)
+	a := aimeeOnDovecot(t, evilList)
 	a.ok("add", evilList, evilTitle, "qty="+evilValue, "--tag", evilTag)
 	a.ok("add", evilList, rtlTitle)
 	a.ok("add", evilList, nfc)

@@ -99,7 +99,7 @@ func (a *app) printIdentity(w io.Writer, s *session, key string) error {
 	if a.json {
 		return emit(w, out)
 	}
-	fmt.Fprintf(w, "Ferry is set up in %s for %s.\n", s.dir, s.prof.Name)
+	fmt.Fprintf(w, "Ferry is set up in %s for %s.\n", s.dir, disp(s.prof.Name))
 	if key != "" {
 		fmt.Fprintf(w, "\nYour backup key:\n\n    %s\n\n%s\n", out.BackupKey, backupSentence)
 		fmt.Fprintln(w, "Keep the details of your mail account next to it.")
@@ -158,7 +158,11 @@ with ferry connect, and ferry sync finds your lists.`,
 			if a.json {
 				return a.printIdentity(c.OutOrStdout(), s, "")
 			}
-			fmt.Fprintf(c.OutOrStdout(), "Restored %s's identity in %s as a new device.\nNext: connect the same mail account with ferry connect, then ferry sync.\n", name, dir)
+			fmt.Fprintf(c.OutOrStdout(), "Restored %s's identity in %s as a new device.\n", disp(name), dir)
+			if !c.Flags().Changed("name") {
+				fmt.Fprintf(c.OutOrStdout(), "You join and make lists as %s, your login name: ferry name NEW changes it.\n", disp(name))
+			}
+			fmt.Fprintln(c.OutOrStdout(), "Next: connect the same mail account with ferry connect, then ferry sync.")
 			return nil
 		},
 	}

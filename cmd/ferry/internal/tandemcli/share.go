@@ -67,7 +67,7 @@ invite gets access to this account's mailbox.`,
 				return a.closeInvites(c, as[0])
 			}
 			if c.Flags().Changed("expires") && (expires < minInviteLife || expires > maxInviteLife) {
-				return usagef("--expires %s is out of range: give 1s to 720h (30 days)", expires)
+				return usagef("--expires %s is out of range: give 1s to 30d", expires)
 			}
 			if c.Flags().Changed("uses") && (uses < 1 || uses > maxInviteUses) {
 				return usagef("--uses %d is out of range: give 1 to %d", uses, maxInviteUses)
@@ -129,7 +129,7 @@ invite gets access to this account's mailbox.`,
 	c.Flags().BoolVar(&noName, "no-name", false, "leave the list's name out of the invite (anyone who sees the link can read it)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "do not wait for the person to join")
 	c.Flags().IntVar(&uses, "uses", 0, "how many people may use the invite (1 to 1000; default 1 for a QR code, unlimited for a link)")
-	c.Flags().DurationVar(&expires, "expires", 0, "how long the invite works (1s to 720h; default 10m for a QR code, 7 days for a link)")
+	c.Flags().Var(durationValue{&expires}, "expires", "how long the invite works, such as 30m, 2h or 7d (1s to 30d; default 10m for a QR code, 7d for a link)")
 	return a.flags(c, true)
 }
 
@@ -247,8 +247,8 @@ the invite's. A profile connected to another account than the invite's can
 switch to it while it has no lists (ferry asks first); one with lists joins
 from a new profile instead (ferry init --profile DIR, then ferry join
 --profile DIR LINK). An invite by QR code lets you in as soon as the owner's device
-syncs; a link waits for the owner to approve ("Waiting for Jesper to
-approve"). With --wait, ferry keeps syncing until you are in or declined.`,
+syncs; a link waits for the owner to approve ("Waiting for Jesper to let you
+in"). With --wait, ferry keeps syncing until you are in or declined.`,
 		Args: args(1, 1, "join INVITE"),
 		RunE: func(c *cobra.Command, as []string) error {
 			text := as[0]
@@ -268,6 +268,9 @@ approve"). With --wait, ferry keeps syncing until you are in or declined.`,
 				return err
 			}
 			id, err := s.dev.Join(c.Context(), text, s.prof.Name)
+			if tandem.CodeOf(err) == tandem.CodeExpired { // tandem's words are for a pairing code
+				return failf("expired", "this invite has expired: ask %s for a new one", disp(info.By.Name))
+			}
 			if err != nil {
 				return err
 			}
@@ -339,7 +342,7 @@ func membership(d *tandem.Device, j pendingJoin) membershipOut {
 	out := membershipOut{List: j.List, Name: name, Owner: owner, State: string(st)}
 	switch st {
 	case tandem.MembershipWaiting, tandem.MembershipNone:
-		out.State, out.Message = "waiting", fmt.Sprintf("Waiting for %s to approve.", disp(owner))
+		out.State, out.Message = "waiting", fmt.Sprintf("Waiting for %s to let you in.", disp(owner))
 	case tandem.MembershipDeclined: // by the owner, or because the invite no longer admits anyone
 		out.Message = disp(d.WhyDeclined(id).Message(j.Owner, name))
 	case tandem.MembershipActive:
@@ -356,6 +359,9 @@ func (a *app) printMembership(c *cobra.Command, s *session, j pendingJoin) error
 		return emit(c.OutOrStdout(), m)
 	}
 	fmt.Fprintln(c.OutOrStdout(), m.Message)
+	if m.State == "waiting" { // a QR code admits at once, a link after approval: the invite doesn't say which
+		fmt.Fprintf(c.OutOrStdout(), "A QR code lets you in as soon as %s's device syncs; with a link, %s approves you first. ferry sync (or ferry join --wait) brings the list.\n", disp(m.Owner), disp(m.Owner))
+	}
 	return nil
 }
 

@@ -160,14 +160,14 @@ func TestSharingDovecot(t *testing.T) {
 	}
 	watch := a2.start("sync", "--watch")
 	watch.line(`^Connected: changes from elsewhere appear here`)
-	if out := b.ok("join", inv.Link); !strings.Contains(out, "Waiting for Aimee to approve.") {
+	if out := b.ok("join", inv.Link); !strings.Contains(out, "Waiting for Aimee to let you in.") {
 		t.Fatalf("join: %s", out)
 	}
 	watch.line(`^Jesper wants to join House \(ferry approve \S{6}, or ferry decline`)
 	watch.cmd.Process.Signal(os.Interrupt)
 	watch.line(`^Stopped\.$`)
 	watch.wait()
-	if out := b.ok("lists"); !strings.Contains(out, "House") || !strings.Contains(out, "Waiting for Aimee to approve.") {
+	if out := b.ok("lists"); !strings.Contains(out, "House") || !strings.Contains(out, "Waiting for Aimee to let you in.") {
 		t.Errorf("Jesper's lists while waiting:\n%s", out)
 	}
 	if out := a2.ok("requests"); !strings.Contains(out, "Jesper wants to join House as writer") {
@@ -316,7 +316,7 @@ func TestSharingDovecot(t *testing.T) {
 	a1.jsonOut(&inv, "share", "House", "--link", "--expires", "1s")
 	time.Sleep(1100 * time.Millisecond)
 	before = d.stored()
-	wantErr(t, d.run("join", inv.Link), 1, "This code has expired. Ask for a new one.")
+	wantErr(t, d.run("join", inv.Link), 1, "this invite has expired: ask Aimee for a new one")
 	if r := d.run("join", inv.Link, "--json"); !strings.Contains(r.err, `"kind":"expired"`) {
 		t.Errorf("expired invite --json: %s", r.err)
 	}
@@ -451,8 +451,8 @@ func TestPairingDeclined(t *testing.T) {
 	add.line(`^Not added\. Waiting for another request until`)
 	join.cmd.Process.Signal(os.Interrupt)
 	join.errLine(t, "ferry: stopped: this device was not added")
-	if err := join.cmd.Wait(); join.cmd.ProcessState.ExitCode() != 1 {
-		t.Errorf("device join after Ctrl-C: %v", err)
+	if err := join.cmd.Wait(); join.cmd.ProcessState.ExitCode() != 130 {
+		t.Errorf("device join after Ctrl-C: %v (want exit 130)", err)
 	}
 	if _, err := os.Stat(b.dir); err == nil {
 		t.Error("an interrupted device join left a profile")
@@ -460,8 +460,8 @@ func TestPairingDeclined(t *testing.T) {
 	add.cmd.Process.Signal(os.Interrupt)
 	add.errLine(t, "ferry: stopped: no device was added")
 	add.cmd.Wait()
-	if code := add.cmd.ProcessState.ExitCode(); code != 1 {
-		t.Errorf("device add after Ctrl-C: exit %d", code)
+	if code := add.cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("device add after Ctrl-C: exit %d, want 130", code)
 	}
 }
 

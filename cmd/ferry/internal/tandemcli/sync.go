@@ -81,7 +81,8 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 			if c.Flags().Changed("timeout") && f.watch {
 				return usagef("--timeout applies to one sync, not to --watch")
 			}
-			if f.watch {
+			if f.watch { // what arrives is the output: -q doesn't leave it out
+				c.SetOut(newSafeWriter(a.stdout))
 				return a.watch(c, f)
 			}
 			s, err := a.open(c.Context())
@@ -93,6 +94,7 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 			if err != nil {
 				return err
 			}
+			seen := notices(s.dev, s.dir) // removed, deleted, declined, ...: said when they arrive
 			rep, err := a.syncOnce(c.Context(), s, f.timeout)
 			if err != nil {
 				return err
@@ -105,6 +107,7 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 					printArrived(c.OutOrStdout(), diff(before, after, time.Now().UTC()))
 				}
 			}
+			a.printNotices(c.OutOrStdout(), seen, notices(s.dev, s.dir))
 			fmt.Fprintf(c.OutOrStdout(), "Synced: %s.\n", describeReport(rep))
 			return nil
 		},
@@ -123,6 +126,7 @@ func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var rep tandem.SyncReport
+	start := time.Now()
 	err := a.withProgress(s, "Syncing", func() (err error) {
 		rep, err = s.dev.Sync(ctx)
 		return err
@@ -133,6 +137,7 @@ func (a *app) syncOnce(ctx context.Context, s *session, timeout time.Duration) (
 	case err != nil && ctx.Err() != nil:
 		err = failf("offline", "the sync did not finish within %s: try again, or give a longer --timeout", timeout)
 	}
+	logSync(s, rep, err, time.Since(start))
 	s.saveState(err)
 	return rep, err
 }
@@ -315,4 +320,22 @@ func printArrived(w io.Writer, chs []change) {
 		}
 		fmt.Fprintln(w, ch)
 	}
+}
+
+// logSync writes how a sync went into the profile's log (and, with -v, on
+// stderr): the account, the counts and the time, or the error with its
+// cause.
+func logSync(s *session, rep tandem.SyncReport, err error, took time.Duration) {
+	log := s.logger()
+	if err != nil {
+		e := classify(err)
+		cause := ""
+		if e.Err != nil {
+			cause = e.Err.Error()
+		}
+		log.Warn("ferry: sync failed", "hub", s.dev.Hub().String(), "kind", e.Kind, "message", e.Msg, "cause", cause, "took", took.Round(time.Millisecond))
+		return
+	}
+	log.Info("ferry: synced", "hub", s.dev.Hub().String(), "sent", rep.Published, "fetched", rep.Fetched, "applied", rep.Applied,
+		"rejected", rep.Rejected, "held", rep.Held, "took", took.Round(time.Millisecond))
 }
