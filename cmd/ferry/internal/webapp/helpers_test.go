@@ -92,9 +92,13 @@ func (p *profile) app() string {
 	p.t.Cleanup(func() {
 		c.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
-		go func() { c.Wait(); close(done) }()
+		var err error
+		go func() { err = c.Wait(); close(done) }()
 		select {
 		case <-done:
+			if err != nil {
+				p.t.Errorf("ferry app did not stop cleanly on Ctrl-C: %v", err)
+			}
 		case <-time.After(30 * time.Second):
 			c.Process.Kill()
 			<-done

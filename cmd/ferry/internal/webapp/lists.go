@@ -22,7 +22,7 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.live.with(r.Context(), useWait, func(p *tandemcli.Profile) error {
 		d := p.Device()
-		if key := s.takeBackup(); key != "" {
+		if key := s.pendingBackup(); key != "" {
 			s.render(w, r, "backup", s.frame(p, "Your backup key", key))
 			return nil
 		}

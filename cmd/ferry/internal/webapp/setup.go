@@ -16,6 +16,7 @@ func (s *server) setupRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /setup/new", s.setupNew)
 	m.HandleFunc("POST /setup/restore", s.setupNew)
 	m.HandleFunc("POST /setup/pair", s.setupPair)
+	m.HandleFunc("POST /setup/backup-done", s.backupDone)
 	m.HandleFunc("POST /connect/imap", s.act(s.connectIMAP))
 	m.HandleFunc("POST /connect/jmap", s.act(s.connectJMAP))
 	m.HandleFunc("GET /device", s.page("device", s.devicePage))
@@ -25,12 +26,20 @@ func (s *server) setupRoutes(m *http.ServeMux) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func (s *server) takeBackup() string {
+// pendingBackup is a new identity's backup key until the person says they
+// wrote it down (then it is never shown here again).
+func (s *server) pendingBackup() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := s.backup
+	return s.backup
+}
+
+// backupDone forgets the backup key once the person wrote it down.
+func (s *server) backupDone(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
 	s.backup = ""
-	return k
+	s.mu.Unlock()
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // pairing is the joining side of adding this device to an identity: the
