@@ -81,11 +81,21 @@ func TestBrowserAddDeviceAndRestore(t *testing.T) {
 		t.Error("a restore shows the backup key again as if new")
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	pr.fill("imap-host", host)
-	pr.fill("imap-port", port)
-	pr.fill("imap-sec", "none")
-	pr.fill("imap-user", dovecotUser)
-	pr.fill("imap-pass", pass)
-	pr.click(`//section[@aria-labelledby="h-imap"]`, "Connect")
+	connect := func(password string) {
+		pr.fill("imap-host", host)
+		pr.fill("imap-port", port)
+		pr.fill("imap-sec", "none")
+		pr.fill("imap-user", dovecotUser)
+		pr.fill("imap-pass", password)
+		pr.click(`//section[@aria-labelledby="h-imap"]`, "Connect")
+	}
+	// A wrong password first: the §13.3 sentence, and the indicator says so
+	// with a way to reconnect.
+	connect(pass + "-wrong")
+	pr.waitText("Sync access was revoked or changed. Reconnect to keep syncing.", syncWait)
+	pr.waitJS(`document.getElementById("sync").dataset.state === "error" && document.querySelector('#sync a[href="/account"]') !== null`, syncWait)
+	pr.screenshot("account-refused")
+	connect(pass)
 	pr.waitJS(`[...document.querySelectorAll(".lists a")].some(a => a.textContent === "Groceries")`, syncWait)
+	pr.waitJS(`document.getElementById("sync").dataset.state !== "error"`, syncWait)
 }

@@ -27,7 +27,7 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		if d.Hub().IsZero() {
-			s.render(w, r, "connect", s.frame(p, "Connect a mail account", nil))
+			s.render(w, r, "connect", s.frame(p, "Connect a mail account", connectBody{}))
 			return nil
 		}
 		lists, err := allLists(d)

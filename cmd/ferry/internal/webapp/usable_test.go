@@ -26,7 +26,7 @@ func TestBrowserUsable(t *testing.T) {
 	p.ferry("add", id, "Milk", "qty=2", "--tag", "dairy")
 	pg := open(t, br, "aimee", p.app())
 	item := ""
-	for _, path := range []string{"/", "/l/" + id, "/l/" + id + "/share", "item"} {
+	for _, path := range []string{"/", "/account", "/device", "/l/" + id, "/l/" + id + "/share", "item"} {
 		if path == "item" {
 			path = item
 		}
