@@ -173,3 +173,21 @@ func (p *Profile) Joins() []JoinState {
 	}
 	return out
 }
+
+// ListState is a list as ferry lists shows it.
+type ListState struct {
+	Name    string   // the names joined with " | " after concurrent renames
+	Names   []string // every concurrent name
+	State   tandem.CollectionState
+	Removed bool        // the owner removed the user: read-only
+	Role    tandem.Role // the user's ("" while not listed)
+}
+
+// ListOf reads collection c as ferry lists shows it.
+func ListOf(d *tandem.Device, c tandem.CollectionID) (ListState, error) {
+	l, err := oneList(d, c)
+	return ListState{Name: l.Name, Names: l.Names, State: l.State, Removed: l.Removed, Role: l.Role}, err
+}
+
+// AuthorName is who wrote a value, by the name the list knows them by.
+func AuthorName(a tandem.Author) string { return authorName(a) }

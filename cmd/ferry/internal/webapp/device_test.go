@@ -81,11 +81,63 @@ func TestBrowserAddDeviceAndRestore(t *testing.T) {
 		t.Error("a restore shows the backup key again as if new")
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	pr.fill("imap-host", host)
-	pr.fill("imap-port", port)
-	pr.fill("imap-sec", "none")
-	pr.fill("imap-user", dovecotUser)
-	pr.fill("imap-pass", pass)
-	pr.click(`//section[@aria-labelledby="h-imap"]`, "Connect")
+	connect := func(password string) {
+		pr.fill("imap-host", host)
+		pr.fill("imap-port", port)
+		pr.fill("imap-sec", "none")
+		pr.fill("imap-user", dovecotUser)
+		pr.fill("imap-pass", password)
+		pr.click(`//section[@aria-labelledby="h-imap"]`, "Connect")
+	}
+	// A wrong password first: the §13.3 sentence, and the indicator says so
+	// with a way to reconnect.
+	connect(pass + "-wrong")
+	pr.waitText("Sync access was revoked or changed. Reconnect to keep syncing.", syncWait)
+	pr.waitJS(`document.getElementById("sync").dataset.state === "error" && document.querySelector('#sync a[href="/account"]') !== null`, syncWait)
+	pr.screenshot("account-refused")
+	connect(pass)
 	pr.waitJS(`[...document.querySelectorAll(".lists a")].some(a => a.textContent === "Groceries")`, syncWait)
+	pr.waitJS(`document.getElementById("sync").dataset.state !== "error"`, syncWait)
+}
+
+// TestBrowserConnectJMAP: the first-run page connects a JMAP account (Cyrus,
+// user and password) and the list made in the page reaches it.
+func TestBrowserConnectJMAP(t *testing.T) {
+	sessionURL, pass := cyrusJMAP(t)
+	br := browser(t)
+	p := newProfile(t, "aimee")
+	pg := open(t, br, "aimee", p.app())
+	pg.fill("new-name", "Aimee")
+	pg.click("", "Start")
+	pg.click("", "I wrote it down")
+	pg.fill("jmap-url", sessionURL)
+	pg.fill("jmap-user", dovecotUser)
+	pg.fill("jmap-pass", pass)
+	pg.click(`//section[@aria-labelledby="h-jmap"]`, "Connect")
+	pg.waitText("Connected to JMAP", syncWait)
+	pg.fill("new-list", "Groceries")
+	pg.click("", "Make it")
+	pg.waitJS(`document.getElementById("sync").dataset.state === "ok"`, syncWait) // published: nothing behind
+
+	// Another device of Aimee's finds the list on the account.
+	var bk struct {
+		Key string `json:"backup_key"`
+	}
+	if err := json.Unmarshal([]byte(p.ferry("backup-key", "--yes", "--json")), &bk); err != nil {
+		t.Fatal(err)
+	}
+	q := newProfile(t, "other")
+	cmd := q.cmd(t.Context(), "restore", "--name", "Aimee", "--backup-key-file", "-")
+	cmd.Stdin = strings.NewReader(bk.Key)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ferry restore: %v\n%s", err, out)
+	}
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte(pass), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q.ferry("connect", "jmap", sessionURL, "--user", dovecotUser, "--password-file", pw)
+	if out := q.ferry("lists"); !strings.Contains(out, "Groceries") {
+		t.Errorf("the other device does not find the list made in the page: %s", out)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
+	"github.com/ferry-sync/ferry/tandem/hub/jmaphub"
 )
 
 // ferryBin is the ferry binary the tests run, built once by TestMain.
@@ -92,9 +93,13 @@ func (p *profile) app() string {
 	p.t.Cleanup(func() {
 		c.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
-		go func() { c.Wait(); close(done) }()
+		var err error
+		go func() { err = c.Wait(); close(done) }()
 		select {
 		case <-done:
+			if err != nil {
+				p.t.Errorf("ferry app did not stop cleanly on Ctrl-C: %v", err)
+			}
 		case <-time.After(30 * time.Second):
 			c.Process.Kill()
 			<-done
@@ -321,8 +326,8 @@ func (p *page) screenshot(name string) {
 	p.do(chromedp.EmulateViewport(1280, 800))
 }
 
-// The mail account of these tests: no other test package uses it
-// (scripts/setup.d/10-dovecot.sh makes it).
+// The mail account of these tests, on Dovecot and on Cyrus: no other test
+// package uses it (scripts/setup.d/10-dovecot.sh and 20-cyrus.sh make it).
 const dovecotUser = "chloe"
 
 // dovecot returns the Dovecot account's address and password, with its
@@ -344,6 +349,36 @@ func dovecot(t *testing.T) (addr, pass string) {
 	if err != nil {
 		t.Fatalf("%s: %v", addr, err)
 	}
+	emptyFolder(ctx, t, s)
+	return addr, pass
+}
+
+// cyrusJMAP returns Cyrus's JMAP session URL and the account's password,
+// with its Tandem folder emptied.
+func cyrusJMAP(t *testing.T) (sessionURL, pass string) {
+	t.Helper()
+	sessionURL = realtest.Getenv("FERRY_CYRUS_JMAP_URL")
+	for _, up := range strings.Split(realtest.Getenv("FERRY_CYRUS_USERS"), ",") {
+		if u, pw, ok := strings.Cut(strings.TrimSpace(up), ":"); ok && u == dovecotUser {
+			pass = pw
+		}
+	}
+	if sessionURL == "" || pass == "" {
+		realtest.Unavailable(t, "FERRY_CYRUS_JMAP_URL / FERRY_CYRUS_USERS with user "+dovecotUser+" (run scripts/setup.d/20-cyrus.sh)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := jmaphub.Open(ctx, jmaphub.Config{SessionURL: sessionURL, Username: dovecotUser, Password: pass})
+	if err != nil {
+		t.Fatalf("cyrus: %v", err)
+	}
+	emptyFolder(ctx, t, s)
+	return sessionURL, pass
+}
+
+// emptyFolder removes every message of the store's Tandem folder.
+func emptyFolder(ctx context.Context, t *testing.T, s hub.Store) {
+	t.Helper()
 	defer s.Close()
 	if err := s.EnsureFolder(ctx); err != nil {
 		t.Fatal(err)
@@ -359,5 +394,4 @@ func dovecot(t *testing.T) (addr, pass string) {
 	if err := s.Destroy(ctx, ids); err != nil {
 		t.Fatal(err)
 	}
-	return addr, pass
 }

@@ -22,12 +22,12 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.live.with(r.Context(), useWait, func(p *tandemcli.Profile) error {
 		d := p.Device()
-		if key := s.takeBackup(); key != "" {
+		if key := s.pendingBackup(); key != "" {
 			s.render(w, r, "backup", s.frame(p, "Your backup key", key))
 			return nil
 		}
 		if d.Hub().IsZero() {
-			s.render(w, r, "connect", s.frame(p, "Connect a mail account", nil))
+			s.render(w, r, "connect", s.frame(p, "Connect a mail account", connectBody{}))
 			return nil
 		}
 		lists, err := allLists(d)

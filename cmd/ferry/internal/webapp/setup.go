@@ -16,6 +16,8 @@ func (s *server) setupRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /setup/new", s.setupNew)
 	m.HandleFunc("POST /setup/restore", s.setupNew)
 	m.HandleFunc("POST /setup/pair", s.setupPair)
+	m.HandleFunc("POST /setup/backup-done", s.backupDone)
+	m.HandleFunc("GET /account", s.page("connect", s.accountPage))
 	m.HandleFunc("POST /connect/imap", s.act(s.connectIMAP))
 	m.HandleFunc("POST /connect/jmap", s.act(s.connectJMAP))
 	m.HandleFunc("GET /device", s.page("device", s.devicePage))
@@ -25,12 +27,20 @@ func (s *server) setupRoutes(m *http.ServeMux) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func (s *server) takeBackup() string {
+// pendingBackup is a new identity's backup key until the person says they
+// wrote it down (then it is never shown here again).
+func (s *server) pendingBackup() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := s.backup
+	return s.backup
+}
+
+// backupDone forgets the backup key once the person wrote it down.
+func (s *server) backupDone(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
 	s.backup = ""
-	return k
+	s.mu.Unlock()
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // pairing is the joining side of adding this device to an identity: the
@@ -65,16 +75,26 @@ func sixDigits(c string) string {
 	return c
 }
 
+// setupName checks that the profile is not set up yet and reads the
+// name a first-run form gives (why: what to say when it is missing).
+func (s *server) setupName(r *http.Request, why string) (string, error) {
+	if tandemcli.HasProfile(s.live.dir) {
+		return "", badForm("This profile is set up already.")
+	}
+	name, err := tandemcli.CheckName(strings.TrimSpace(r.PostFormValue("name")))
+	if err != nil || r.PostFormValue("name") == "" {
+		return "", badForm("%s", why)
+	}
+	return name, nil
+}
+
 // setupNew makes the profile: a new identity, or (with a backup key) a
 // restored one.
 func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
 	err := func() error {
-		if tandemcli.HasProfile(s.live.dir) {
-			return badForm("This profile is set up already.")
-		}
-		name, err := tandemcli.CheckName(strings.TrimSpace(r.PostFormValue("name")))
-		if err != nil || r.PostFormValue("name") == "" {
-			return badForm("Give the name others will see for you: one line of text.")
+		name, err := s.setupName(r, "Give the name others will see for you: one line of text.")
+		if err != nil {
+			return err
 		}
 		key := ""
 		if r.URL.Path == "/setup/restore" {
@@ -109,12 +129,9 @@ const pairWait = 5 * time.Minute
 // (the text another device's "Add a device" shows) was pasted.
 func (s *server) setupPair(w http.ResponseWriter, r *http.Request) {
 	err := func() error {
-		if tandemcli.HasProfile(s.live.dir) {
-			return badForm("This profile is set up already.")
-		}
-		name, err := tandemcli.CheckName(strings.TrimSpace(r.PostFormValue("name")))
-		if err != nil || r.PostFormValue("name") == "" {
-			return badForm("Give a name for this device's question on the other one.")
+		name, err := s.setupName(r, "Give a name for this device's question on the other one.")
+		if err != nil {
+			return err
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), pairWait)
 		j, finish, err := tandemcli.PairProfile(ctx, s.live.dir, name, strings.TrimSpace(r.PostFormValue("code")))
@@ -179,6 +196,19 @@ func (s *server) runPairing(ctx context.Context, cancel func(), pr *pairing, j *
 	s.live.adopt(p)
 }
 
+// connectBody is the connect page: for a device with an account, which one.
+type connectBody struct{ Hub string }
+
+// accountPage shows the account the device syncs through and the forms
+// to connect it again (a changed password) or to another one.
+func (s *server) accountPage(r *http.Request, p *tandemcli.Profile) (string, any, error) {
+	b := connectBody{}
+	if h := p.Device().Hub(); !h.IsZero() {
+		b.Hub = h.String()
+	}
+	return "Mail account", b, nil
+}
+
 // connectIMAP connects the device to an IMAP account and syncs once, so
 // that a refused password shows at once.
 func (s *server) connectIMAP(r *http.Request, p *tandemcli.Profile) (string, string, error) {
@@ -213,10 +243,10 @@ const connectWait = 60 * time.Second
 func (s *server) connect(r *http.Request, p *tandemcli.Profile, h tandem.Hub) (string, string, error) {
 	d := p.Device()
 	if !d.Hub().IsZero() && !d.Hub().Same(h) && r.PostFormValue("switch") != "yes" {
-		return "/", "", badForm("This device syncs through %s already.", d.Hub())
+		return "/account", "", badForm("This device syncs through %s: tick “switch” to use another account (lists only there stop syncing here).", d.Hub())
 	}
 	if err := d.SetHub(r.Context(), h); err != nil {
-		return "/", "", err
+		return "/account", "", err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), connectWait)
 	defer cancel()
@@ -224,7 +254,7 @@ func (s *server) connect(r *http.Request, p *tandemcli.Profile, h tandem.Hub) (s
 	p.SaveSync(err)
 	s.live.poke()
 	if err != nil {
-		return "/", "", err
+		return "/account", "", err
 	}
 	return "/", "Connected to " + h.String() + ". Everyone you invite gets access to this account's mailbox; a dedicated account is best.", nil
 }

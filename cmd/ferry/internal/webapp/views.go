@@ -59,23 +59,12 @@ type listView struct {
 }
 
 func listOf(d *tandem.Device, c tandem.CollectionID) (listView, error) {
-	l := listView{ID: c.String()}
-	names, err := d.Name(c)
+	ls, err := tandemcli.ListOf(d, c)
 	if err != nil {
-		return l, err
+		return listView{}, err
 	}
-	for _, n := range names {
-		l.Names = append(l.Names, n.String())
-	}
-	l.Name = strings.Join(l.Names, " | ")
-	if l.Name == "" {
-		l.Name = "(unnamed)"
-	}
-	if l.State, err = d.CollectionState(c); err != nil {
-		return l, err
-	}
-	l.Role = d.Role(c)
-	removed := d.Removed(c)
+	l := listView{ID: c.String(), Name: ls.Name, Names: ls.Names, State: ls.State, Role: ls.Role}
+	removed := ls.Removed
 	recs, err := d.Records(c)
 	if err != nil {
 		return l, err
@@ -175,13 +164,7 @@ type itemView struct {
 	By       string      // who wrote the title
 }
 
-func authorName(a tandem.Author) string {
-	if a.Name != "" {
-		return a.Name
-	}
-	id := a.User.String()
-	return "someone (" + id[:min(len(id), 9)] + ")"
-}
+func authorName(a tandem.Author) string { return tandemcli.AuthorName(a) }
 
 func itemOf(r tandem.Record) itemView {
 	it := itemView{ID: r.ID.String()}
