@@ -11,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/filelock"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/devstore"
@@ -24,7 +24,7 @@ import (
 const (
 	secretFile = "secret"    // the user secret US, 32 bytes, mode 0600
 	dbFile     = "device.db" // everything else (devstore)
-	lockFile   = "lock"      // held with flock while the device is open
+	lockFile   = "lock"      // locked (internal/filelock) while the device is open
 )
 
 // Options say how to open a device.
@@ -99,7 +99,7 @@ func DefaultBudget() *hub.RateBudget {
 // through the hub. A Device is safe for concurrent use.
 type Device struct {
 	dir  string
-	db   *devstore.DB
+	db   *deviceDB
 	lock *os.File
 	us   [32]byte
 	opts Options
@@ -182,9 +182,9 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, newErr(CodeStorage, err, "cannot open %s", dir)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := filelock.TryLock(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, filelock.ErrLocked) {
 			return nil, newErr(CodeLocked, err, "another program has this device open (%s): close it first", dir)
 		}
 		return nil, newErr(CodeStorage, err, "cannot lock %s", dir)
@@ -197,7 +197,7 @@ func (d *Device) release() {
 		d.db.Close()
 	}
 	if d.lock != nil {
-		syscall.Flock(int(d.lock.Fd()), syscall.LOCK_UN)
+		filelock.Unlock(d.lock)
 		d.lock.Close()
 	}
 }
@@ -216,7 +216,7 @@ func (d *Device) load(ctx context.Context, install *[32]byte) error {
 	if err != nil {
 		return err
 	}
-	db, err := devstore.Open(ctx, filepath.Join(d.dir, dbFile))
+	db, err := openDeviceDB(ctx, filepath.Join(d.dir, dbFile))
 	switch {
 	case errors.Is(err, devstore.ErrNewer):
 		return newErr(CodeNewerVersion, err, "this device was written by a newer version of Ferry: update Ferry to open it")

@@ -28,8 +28,9 @@
 // change-feed cursor, the outbox, the merged states of home and every
 // collection, roster chains, the index of hub messages with what was done
 // with each — rejected ones are never fetched again — and held messages
-// with the time they were first seen) and lock (held with flock while the
-// device is open: a second process gets CodeLocked, never a second writer).
+// with the time they were first seen) and lock (held with a file lock —
+// flock on Unix, LockFileEx on Windows — while the device is open: a
+// second process gets CodeLocked, never a second writer).
 // The schema carries a version: a newer one is refused (CodeNewerVersion),
 // an older one migrated on open. The device ID changes only when a secret
 // is newly installed (first run, Restore; §5.3), and the clock never goes

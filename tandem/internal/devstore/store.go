@@ -25,8 +25,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 // Version is the schema version this package writes.
