@@ -88,7 +88,7 @@ func TestUnavailableFailsWhenRequired(t *testing.T) {
 func TestScale(t *testing.T) {
 	for _, c := range []struct {
 		slowdown, require string
-		want               time.Duration
+		want              time.Duration
 	}{
 		{"", "", time.Second},
 		{"", "1", 3 * time.Second},
