@@ -10,7 +10,7 @@ import (
 // may run: FERRY_TEST_SLOWDOWN (a number ≥ 1). Unset (or unreadable), it
 // is 3 under FERRY_REQUIRE_REAL=1, where CI runs the suite on shared cores
 // (and once more with a CPU hog on every core, scripts/test), and 1
-// otherwise.
+// otherwise (docs/decisions/ci-loaded-pass.md).
 func Slowdown() float64 {
 	if v, err := strconv.ParseFloat(os.Getenv("FERRY_TEST_SLOWDOWN"), 64); err == nil && v >= 1 {
 		return v

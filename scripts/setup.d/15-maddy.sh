@@ -17,6 +17,7 @@
 # empty, and a fresh instance starts with the test users below (password
 # <user>pw; maddy makes each account at its first login). The variables the
 # tests read go to "$FERRY_CACHE/env.d/maddy.env".
+# Decision: docs/decisions/tandem-hub-imap-maddy.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export FERRY_CACHE=${FERRY_CACHE:-$PWD/.cache}

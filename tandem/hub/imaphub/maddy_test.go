@@ -18,8 +18,8 @@ import (
 // The fourth real IMAP server family (issue 28, point 5): maddy, which
 // scripts/setup.d/15-maddy.sh builds from the module proxy and starts on
 // 127.0.0.1. Its IMAP code (go-imap v1 with go-imap-sql) is neither
-// Dovecot's nor Cyrus's. Users: alice (refusal or conformance), walter
-// (faults).
+// Dovecot's nor Cyrus's (docs/decisions/tandem-hub-imap-maddy.md).
+// Users: alice (refusal or conformance), walter (faults).
 
 // maddyIMAP returns the Config of user on maddy, or skips the test (fails
 // it when FERRY_REQUIRE_REAL=1) if maddy is not reachable.
