@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 )
 
@@ -23,15 +24,17 @@ func runDevice(t *testing.T, d *Device) (stop func()) {
 			if err != nil {
 				t.Errorf("Run: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(realtest.Scale(10 * time.Second)):
 			t.Error("Run did not return after its context ended")
 		}
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or the deadline passes (within,
+// scaled for a busy machine: realtest.Scale).
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
+	within = realtest.Scale(within)
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -62,7 +65,7 @@ func TestRunKeepsDevicesInSync(t *testing.T) {
 	}
 	select {
 	case <-changed:
-	case <-time.After(5 * time.Second):
+	case <-time.After(realtest.Scale(5 * time.Second)):
 		t.Fatal("B was not notified of A's write")
 	}
 	waitFor(t, "B holds A's write", 5*time.Second, func() bool {

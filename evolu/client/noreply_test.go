@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // TestSyncReplyTimeout: a relay that accepts the connection and never
@@ -43,7 +45,7 @@ func TestSyncReplyTimeout(t *testing.T) {
 	if !isNoReply(err) {
 		t.Fatalf("Sync: %v, want RelayNoReply", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > realtest.Scale(5*time.Second) {
 		t.Fatalf("gave up after %v", d)
 	}
 	if !strings.Contains(err.Error(), "no reply within 300ms") {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferry-sync/ferry/evolu/internal/protocol"
 	"github.com/ferry-sync/ferry/evolu/relay"
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 func dialStatus(t *testing.T, url string, o protocol.OwnerID) (*websocket.Conn, int) {
@@ -72,7 +73,7 @@ func TestIdleTimeout(t *testing.T) {
 	sub := dial(t, url, o.ID())
 	subReq, _ := protocol.NewMessageBuffer(o.ID(), protocol.BufferOptions{Type: protocol.Request, Subscription: protocol.SubscriptionSubscribe}).Bytes()
 	roundTrip(t, sub, subReq)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), realtest.Scale(5*time.Second))
 	defer cancel()
 	// The subscribed one reads (so it answers pings) and stays open.
 	readErr := make(chan error, 1)
@@ -84,7 +85,7 @@ func TestIdleTimeout(t *testing.T) {
 	if _, _, err := idle.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("idle connection: %v, want a close", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > realtest.Scale(3*time.Second) {
 		t.Fatalf("closed after %v", d)
 	}
 	select {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestReadEnvFile(t *testing.T) {
@@ -81,5 +82,25 @@ func TestUnavailableFailsWhenRequired(t *testing.T) {
 	Unavailable(r, "no server")
 	if r.fatal || !r.skip {
 		t.Fatalf("not required: fatal=%v skip=%v, want a skip", r.fatal, r.skip)
+	}
+}
+
+func TestScale(t *testing.T) {
+	for _, c := range []struct {
+		slowdown, require string
+		want              time.Duration
+	}{
+		{"", "", time.Second},
+		{"", "1", 3 * time.Second},
+		{"2.5", "", 2500 * time.Millisecond},
+		{"4", "1", 4 * time.Second},
+		{"0.5", "", time.Second}, // below 1: ignored
+		{"fast", "1", 3 * time.Second},
+	} {
+		t.Setenv("FERRY_TEST_SLOWDOWN", c.slowdown)
+		t.Setenv("FERRY_REQUIRE_REAL", c.require)
+		if got := Scale(time.Second); got != c.want {
+			t.Errorf("FERRY_TEST_SLOWDOWN=%q FERRY_REQUIRE_REAL=%q: Scale(1s) = %v, want %v", c.slowdown, c.require, got, c.want)
+		}
 	}
 }

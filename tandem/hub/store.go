@@ -147,7 +147,10 @@ var (
 	ErrProtocol = errors.New("hub: bad server answer")
 	// ErrUnavailable is matched by every [UnavailableError]: the network
 	// or the server failed (refused, cut, silent past a deadline, a 5xx
-	// answer). Retrying later may succeed; nothing was lost.
+	// answer), and by a server's answer that it failed for now (an IMAP NO
+	// [SERVERBUG], [UNAVAILABLE], [INUSE] or [LIMIT]; a JMAP serverFail or
+	// serverUnavailable), which the bindings have already tried again a
+	// few times. Retrying later may succeed; nothing was lost.
 	ErrUnavailable = errors.New("hub: server unavailable")
 	// ErrNoFolder means the Tandem folder is missing and could not be
 	// made, or Watch's folder was deleted under it (the caller watches

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // recorder keeps every byte written through it.
@@ -39,7 +41,7 @@ func tcpPair(t *testing.T, ka, kb Key, allowed func([]byte) bool) (Conn, Conn, e
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), realtest.Scale(5*time.Second))
 	defer cancel()
 	type res struct {
 		c   Conn
@@ -111,7 +113,7 @@ func TestNoiseRejectsWrongResponderKey(t *testing.T) {
 			_, _ = Accept(context.Background(), c, kb, func([]byte) bool { return true })
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), realtest.Scale(3*time.Second))
 	defer cancel()
 	other, _ := GenerateKey()
 	if c, err := Dial(ctx, ln.Addr().String(), ka, other.Public); err == nil {

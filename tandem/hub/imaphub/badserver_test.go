@@ -11,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
 )
 
+// ctx5 is a context for a few calls: 5 s on an idle machine, scaled for a
+// busy one (realtest.Scale).
 func ctx5(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), realtest.Scale(5*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -374,7 +377,7 @@ func TestCloseInterrupts(t *testing.T) {
 	go func() { s.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(5 * time.Second):
+	case <-time.After(realtest.Scale(5 * time.Second)):
 		t.Fatal("Close waited for a silent server")
 	}
 	if err := <-done; err == nil {

@@ -29,8 +29,12 @@
 // Every wait for the server has a deadline (Config.ReplyTimeout); a failed
 // or silent connection is a *hub.UnavailableError, an unusable answer a
 // *hub.ProtocolError (docs/decisions/tandem-hub-errors.md,
-// docs/decisions/tandem-hub-imap-watch-deadlines.md). Logins and appends
-// are taken from a hub.RateBudget (docs/hub-providers.md).
+// docs/decisions/tandem-hub-imap-watch-deadlines.md). A NO whose code
+// says the server failed for now (SERVERBUG, UNAVAILABLE, INUSE, LIMIT)
+// matches hub.ErrUnavailable, never a missing folder or a refused login,
+// and the call is tried again with backoff within its context
+// (docs/decisions/tandem-hub-transient.md). Logins and appends are taken
+// from a hub.RateBudget (docs/hub-providers.md).
 //
 // A command connection is kept between calls. When the server has closed
 // it meanwhile (idle logout, restart), an idempotent operation (EnsureFolder,

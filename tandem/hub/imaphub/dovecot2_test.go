@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
 )
@@ -109,6 +110,7 @@ func TestUIDValidityChange(t *testing.T) {
 	c0 := must[hub.Changes](t)(s.Changes(ctx, nil))
 	a.reset()
 	time.Sleep(1100 * time.Millisecond) // Dovecot's UIDVALIDITY is a time in seconds
+	ctx = ctx5(t)                       // the calls after the sleep get their own budget
 	if err := s.EnsureFolder(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestIdleReissued(t *testing.T) {
 	case <-calls:
 	case err := <-done:
 		t.Fatalf("Watch ended: %v", err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(realtest.Scale(5 * time.Second)):
 		t.Fatal("no notification after IDLE was re-issued")
 	}
 	cancel()

@@ -84,26 +84,27 @@ func watchT(t *testing.T, s *Store, ctx context.Context) (<-chan struct{}, <-cha
 	case <-calls:
 	case err := <-done:
 		t.Fatalf("Watch ended before listening: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Watch not listening after 10 s")
+	case <-time.After(realtest.Scale(10 * time.Second)):
+		t.Fatal("Watch not listening after 10 s (scaled)")
 	}
 	return calls, done
 }
 
-// watchEnds waits at most d for Watch to return, and returns its error.
+// watchEnds waits at most d (scaled for a busy machine, realtest.Scale)
+// for Watch to return, and returns its error.
 func watchEnds(t *testing.T, done <-chan error, d time.Duration, what string) error {
 	t.Helper()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(d):
+	case <-time.After(realtest.Scale(d)):
 		t.Fatalf("Watch still running %v after %s", d, what)
 		return nil
 	}
 }
 
-// within runs f and fails the test if it takes longer than d (old code
-// would hang forever).
+// within runs f and fails the test if it takes longer than d, scaled for
+// a busy machine (realtest.Scale): old code would hang forever.
 func within[T any](t *testing.T, d time.Duration, what string, f func() (T, error)) (T, error) {
 	t.Helper()
 	type result struct {
@@ -115,7 +116,7 @@ func within[T any](t *testing.T, d time.Duration, what string, f func() (T, erro
 	select {
 	case r := <-ch:
 		return r.v, r.err
-	case <-time.After(d):
+	case <-time.After(realtest.Scale(d)):
 		t.Fatalf("%s still waiting after %v", what, d)
 		var zero T
 		return zero, nil

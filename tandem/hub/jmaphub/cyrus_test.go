@@ -36,7 +36,7 @@ func cyrusConfig(t *testing.T, i int) Config {
 	}
 	user, pass, _ := strings.Cut(users[i], ":")
 	cfg := Config{SessionURL: url, Username: user, Password: pass, PollInterval: testPoll}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), realtest.Scale(10*time.Second))
 	defer cancel()
 	st, err := Open(ctx, cfg)
 	if err != nil {

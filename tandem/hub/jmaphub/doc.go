@@ -32,8 +32,11 @@
 // Every server answer the binding cannot use (invalid JSON, a body that is
 // not a JMAP Response, a missing or unexpected method response, a
 // malformed event) is a *hub.ProtocolError; a method error is a
-// *MethodError; an HTTP failure an *HTTPError (5xx and 429 also match
-// hub.ErrUnavailable); a transport failure, a body cut short or a request
+// *MethodError (serverFail and serverUnavailable also match
+// hub.ErrUnavailable); an HTTP failure an *HTTPError (5xx and 429 also
+// match hub.ErrUnavailable). Those answers that the server failed for now
+// are tried again with backoff within the call's context
+// (docs/decisions/tandem-hub-transient.md). A transport failure, a body cut short or a request
 // past Config.RequestTimeout is a *hub.UnavailableError. None of them
 // changes a caller's cursor, which is only ever returned, never kept. A
 // cursor names its server, account and mailbox; another's is a full

@@ -70,7 +70,7 @@ func within[T any](t *testing.T, d time.Duration, what string, f func() (T, erro
 	select {
 	case r := <-ch:
 		return r.v, r.err
-	case <-time.After(d):
+	case <-time.After(realtest.Scale(d)):
 		t.Fatalf("%s still waiting after %v", what, d)
 		var zero T
 		return zero, nil
@@ -169,8 +169,8 @@ func TestCyrusWatchEndsOnSilence(t *testing.T) {
 	select {
 	case err := <-done:
 		wantUnavailable(t, "Watch over a silent connection", err)
-	case <-time.After(8 * time.Second):
-		t.Fatal("Watch still polling 8 s after the connection went silent")
+	case <-time.After(realtest.Scale(8 * time.Second)):
+		t.Fatal("Watch still polling 8 s (scaled) after the connection went silent")
 	}
 	_, err := within(t, 8*time.Second, "Changes over a silent connection", func() (hub.Changes, error) {
 		return st.Changes(context.Background(), nil)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/hubtest"
 )
@@ -52,7 +53,7 @@ func waitCall(t *testing.T, calls <-chan struct{}, done <-chan error, what strin
 	case <-calls:
 	case err := <-done:
 		t.Fatalf("Watch ended while waiting for %s: %v", what, err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(realtest.Scale(10 * time.Second)):
 		t.Fatalf("no onChange for %s", what)
 	}
 }
@@ -101,7 +102,7 @@ func TestWatchEventSource(t *testing.T) {
 		if !errors.Is(err, hub.ErrUnavailable) || errors.Is(err, hub.ErrProtocol) {
 			t.Fatalf("Watch after a silent stream: %v, want hub.ErrUnavailable", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(realtest.Scale(5 * time.Second)):
 		t.Fatal("Watch still running after two silent ping intervals")
 	}
 }

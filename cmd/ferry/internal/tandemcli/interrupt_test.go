@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // hangingJMAP answers the first request with a session document, then
@@ -59,7 +61,7 @@ func TestInterrupt(t *testing.T) {
 		if code := p.cmd.ProcessState.ExitCode(); code != 130 || err == nil {
 			t.Errorf("%v after Ctrl-C: exit %d", args, code)
 		}
-		if el := time.Since(start); el > 5*time.Second {
+		if el := time.Since(start); el > realtest.Scale(5*time.Second) {
 			t.Errorf("%v took %s to stop", args, el)
 		}
 		if !strings.Contains(stderr, "ferry: stopped; what was already sent stays sent") {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // proc is a ferry process whose output the test reads as it comes.
@@ -216,7 +218,7 @@ func TestSharingDovecot(t *testing.T) {
 	if out := a1.ok("lists"); !strings.Contains(out, "House") { // the waiting share steps aside
 		t.Fatalf("lists while a share waits:\n%s", out)
 	}
-	if d := time.Since(t0); d > 10*time.Second {
+	if d := time.Since(t0); d > realtest.Scale(10*time.Second) {
 		t.Errorf("lists waited %s for the profile a share holds", d)
 	}
 	c.ok("join", text)
