@@ -46,6 +46,7 @@ func (s *server) backupDone(w http.ResponseWriter, r *http.Request) {
 // pairing is the joining side of adding this device to an identity: the
 // code to show, then the device, or why it ended.
 type pairing struct {
+	stop func() // ends the wait
 	mu   sync.Mutex
 	code string
 	err  string
@@ -139,11 +140,12 @@ func (s *server) setupPair(w http.ResponseWriter, r *http.Request) {
 			cancel()
 			return err
 		}
-		pr := &pairing{}
+		pr := &pairing{stop: cancel}
 		s.mu.Lock()
 		s.pair = pr
 		s.mu.Unlock()
-		go s.runPairing(ctx, cancel, pr, j, finish)
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.runPairing(ctx, cancel, pr, j, finish) }()
 		return nil
 	}()
 	if err != nil {
@@ -327,7 +329,8 @@ func (s *server) deviceAdd(r *http.Request, p *tandemcli.Profile) (string, strin
 	if old != nil {
 		old.stop()
 	}
-	go s.runOffer(ctx, o)
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.runOffer(ctx, o) }()
 	return "/device", "", nil
 }
 
