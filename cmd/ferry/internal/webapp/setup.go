@@ -40,7 +40,7 @@ func (s *server) backupDone(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.backup = ""
 	s.mu.Unlock()
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, "/account", http.StatusSeeOther)
 }
 
 // pairing is the joining side of adding this device to an identity: the
@@ -92,6 +92,7 @@ func (s *server) setupName(r *http.Request, why string) (string, error) {
 // setupNew makes the profile: a new identity, or (with a backup key) a
 // restored one.
 func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
+	next := "/"
 	err := func() error {
 		name, err := s.setupName(r, "Give the name others will see for you: one line of text.")
 		if err != nil {
@@ -113,6 +114,7 @@ func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 		} else {
 			s.setFlash("Restored " + name + "'s identity as a new device. Connect the same mail account to find your lists.")
+			next = "/account"
 		}
 		s.live.adopt(p)
 		return nil
@@ -120,7 +122,7 @@ func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.setFlash(humanError(err))
 	}
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // pairWait bounds the joining side's wait: the code lives two minutes.
