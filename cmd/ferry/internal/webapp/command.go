@@ -75,8 +75,11 @@ func serve(ctx context.Context, out io.Writer, dir, addr string, open bool) erro
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); l.loop(ctx) }()
-	defer wg.Wait()
-	defer s.stopPairing()
+	defer func() {
+		stop()
+		s.stopPairing()
+		wg.Wait()
+	}()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	link := s.url(ln.Addr().String())
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
@@ -130,12 +133,17 @@ func openBrowser(link string) {
 	}
 }
 
-// stopPairing ends a pairing offer still shown when the app stops.
+// stopPairing ends a pairing still going on when the app stops (either
+// side), and waits for it to clean up.
 func (s *server) stopPairing() {
 	s.mu.Lock()
-	o := s.offer
+	o, pr := s.offer, s.pair
 	s.mu.Unlock()
 	if o != nil {
 		o.stop()
 	}
+	if pr != nil {
+		pr.stop()
+	}
+	s.bg.Wait()
 }

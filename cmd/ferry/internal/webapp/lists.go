@@ -13,6 +13,7 @@ type homeBody struct {
 	Name    string
 	Lists   []listView
 	Waiting []string // requests to join not answered yes yet
+	NoHub   bool     // lists stay on this device until an account is connected
 }
 
 // home is the lists, or the first-run pages while the profile is not set up.
@@ -26,15 +27,11 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 			s.render(w, r, "backup", s.frame(p, "Your backup key", key))
 			return nil
 		}
-		if d.Hub().IsZero() {
-			s.render(w, r, "connect", s.frame(p, "Connect a mail account", connectBody{}))
-			return nil
-		}
 		lists, err := allLists(d)
 		if err != nil {
 			return err
 		}
-		b := homeBody{Name: p.Name(), Lists: lists}
+		b := homeBody{Name: p.Name(), Lists: lists, NoHub: d.Hub().IsZero()}
 		for _, j := range p.Joins() {
 			if j.State == "waiting" || j.State == "declined" {
 				b.Waiting = append(b.Waiting, j.Message)

@@ -51,9 +51,10 @@ type server struct {
 
 	mu     sync.Mutex
 	flash  string                 // the result of the last action, shown once
-	backup string                 // a new identity's backup key, shown once
+	backup string                 // a new identity's backup key, shown until written down
 	shown  map[string]shownInvite // invites made here, by the id of their page and QR image
 	pair   *pairing               // the joining side of adding this device, while it runs
+	bg     sync.WaitGroup         // the pairings' goroutines
 	offer  *offering              // the showing side of adding a device, while it runs
 }
 

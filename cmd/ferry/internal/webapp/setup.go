@@ -40,12 +40,13 @@ func (s *server) backupDone(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.backup = ""
 	s.mu.Unlock()
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, "/account", http.StatusSeeOther)
 }
 
 // pairing is the joining side of adding this device to an identity: the
 // code to show, then the device, or why it ended.
 type pairing struct {
+	stop func() // ends the wait
 	mu   sync.Mutex
 	code string
 	err  string
@@ -91,6 +92,7 @@ func (s *server) setupName(r *http.Request, why string) (string, error) {
 // setupNew makes the profile: a new identity, or (with a backup key) a
 // restored one.
 func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
+	next := "/"
 	err := func() error {
 		name, err := s.setupName(r, "Give the name others will see for you: one line of text.")
 		if err != nil {
@@ -112,6 +114,7 @@ func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 		} else {
 			s.setFlash("Restored " + name + "'s identity as a new device. Connect the same mail account to find your lists.")
+			next = "/account"
 		}
 		s.live.adopt(p)
 		return nil
@@ -119,7 +122,7 @@ func (s *server) setupNew(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.setFlash(humanError(err))
 	}
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // pairWait bounds the joining side's wait: the code lives two minutes.
@@ -139,11 +142,12 @@ func (s *server) setupPair(w http.ResponseWriter, r *http.Request) {
 			cancel()
 			return err
 		}
-		pr := &pairing{}
+		pr := &pairing{stop: cancel}
 		s.mu.Lock()
 		s.pair = pr
 		s.mu.Unlock()
-		go s.runPairing(ctx, cancel, pr, j, finish)
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.runPairing(ctx, cancel, pr, j, finish) }()
 		return nil
 	}()
 	if err != nil {
@@ -327,7 +331,8 @@ func (s *server) deviceAdd(r *http.Request, p *tandemcli.Profile) (string, strin
 	if old != nil {
 		old.stop()
 	}
-	go s.runOffer(ctx, o)
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.runOffer(ctx, o) }()
 	return "/device", "", nil
 }
 
