@@ -48,6 +48,9 @@ func TestConveniencesDovecot(t *testing.T) {
 	if out := d.ok("show", "Groceries"); !strings.Contains(out, "(1 item(s))") {
 		t.Errorf("after the rms:\n%s", out)
 	}
+	if out := d.ok("show", "Groceries", "--all"); !strings.Contains(out, "Tea  (deleted)") || !strings.Contains(out, "Eggs  qty 1  #shop  (deleted)") && !strings.Contains(out, "Eggs  (deleted)") {
+		t.Errorf("show --all lists deleted items without their titles:\n%s", out)
+	}
 	wantErr(t, d.run("rm", "Groceries", "Butter", "--done"), 2, "--done deletes every item that is done")
 
 	var inv struct{ Expires time.Time }

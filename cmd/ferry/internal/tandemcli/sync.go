@@ -104,7 +104,9 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 			}
 			if rep.Applied > 0 {
 				if after, err := takeSnapshot(s.dev); err == nil {
-					printArrived(c.OutOrStdout(), diff(before, after, time.Now().UTC()))
+					chs := diff(before, after, time.Now().UTC())
+					rememberChanges(s.dir, chs)
+					printArrived(c.OutOrStdout(), chs)
 				}
 			}
 			a.printNotices(c.OutOrStdout(), seen, notices(s.dev, s.dir))
