@@ -120,4 +120,8 @@ func TestSyncSaysWhatHappenedDovecot(t *testing.T) {
 	if out := j.ok("sync"); !strings.Contains(out, "House is no longer shared with you.") {
 		t.Errorf("Jesper's sync after his removal:\n%s", out)
 	}
+	j.ok("leave", "House", "--yes")
+	if out := j.ok("status"); strings.Contains(out, "Joining") || strings.Contains(out, "House") {
+		t.Errorf("Jesper's status keeps a line about a list he left:\n%s", out)
+	}
 }
