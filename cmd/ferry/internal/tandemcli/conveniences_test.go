@@ -48,6 +48,9 @@ func TestConveniencesDovecot(t *testing.T) {
 	if out := d.ok("show", "Groceries"); !strings.Contains(out, "(1 item(s))") {
 		t.Errorf("after the rms:\n%s", out)
 	}
+	if out := d.ok("show", "Groceries", "--all"); !strings.Contains(out, "Tea  (deleted)") || !strings.Contains(out, "Eggs  qty 1  #shop  (deleted)") && !strings.Contains(out, "Eggs  (deleted)") {
+		t.Errorf("show --all lists deleted items without their titles:\n%s", out)
+	}
 	wantErr(t, d.run("rm", "Groceries", "Butter", "--done"), 2, "--done deletes every item that is done")
 
 	var inv struct{ Expires time.Time }
@@ -116,5 +119,9 @@ func TestSyncSaysWhatHappenedDovecot(t *testing.T) {
 	a.ok("remove", "House", "Jesper", "--yes")
 	if out := j.ok("sync"); !strings.Contains(out, "House is no longer shared with you.") {
 		t.Errorf("Jesper's sync after his removal:\n%s", out)
+	}
+	j.ok("leave", "House", "--yes")
+	if out := j.ok("status"); strings.Contains(out, "Joining") || strings.Contains(out, "House") {
+		t.Errorf("Jesper's status keeps a line about a list he left:\n%s", out)
 	}
 }

@@ -99,6 +99,9 @@ func TestTwoDevicesDovecot(t *testing.T) {
 			t.Errorf("%s: Bread is not deleted:\n%s", d.dir, out)
 		}
 	}
+	if out := a.ok("show", "Food", "--all"); !strings.Contains(out, "Bread  (deleted)") { // deleted on b: a's sync saw it go
+		t.Errorf("show --all lacks the title of the item b deleted:\n%s", out)
+	}
 	if a.ok("show", "Food", "--json") != b.ok("show", "Food", "--json") {
 		t.Fatal("the two devices show different lists")
 	}

@@ -258,7 +258,11 @@ func (a *app) rmCmd() *cobra.Command {
 				return usagef("usage: ferry rm LIST ITEM... (or ferry rm LIST --done)")
 			}
 			rm := func(s *session, l listInfo, id tandem.RecordID, it itemOut) (string, error) {
-				return fmt.Sprintf("Deleted %s from %s.", disp(it.Title), disp(l.Name)), s.dev.Delete(l.id, id)
+				if err := s.dev.Delete(l.id, id); err != nil {
+					return "", err
+				}
+				rememberDeleted(s.dir, deletedTitle{Item: it.ID, Title: it.Title})
+				return fmt.Sprintf("Deleted %s from %s.", disp(it.Title), disp(l.Name)), nil
 			}
 			if done {
 				return a.clearDone(c, as[0], rm)

@@ -238,6 +238,9 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			its = filterItems(its, hideDone, tags)
+			if all {
+				deletedTitles(s.dir, its)
+			}
 			if a.json {
 				return emit(c.OutOrStdout(), showOut{List: l, Items: its})
 			}

@@ -88,10 +88,17 @@ func members(d *tandem.Device, l listInfo) (membersOut, error) {
 func printMembers(w io.Writer, o membersOut) {
 	o.List = o.List.shown()
 	fmt.Fprintf(w, "%s\n", o.List.Name)
+	same := map[string]int{} // names that look the same are told apart by user ID
+	for _, m := range o.Members {
+		same[nameKey(m.Name)]++
+	}
 	for _, m := range o.Members {
 		you := ""
 		if m.You {
 			you = " (you)"
+		}
+		if same[nameKey(m.Name)] > 1 {
+			you += " (user " + short(strings.ReplaceAll(m.User, " ", "")) + ")"
 		}
 		fmt.Fprintf(w, "  %-20s %s%s\n", disp(m.Name), m.Role, you)
 		if m.Left {

@@ -1,6 +1,7 @@
 package tandemcli_test
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,13 +10,15 @@ import (
 // TestRequestIDsDovecot: two people who join through one link show two
 // different request IDs, the same at every look (requests, members), and
 // each approves by the ID shown. (Dovecot's message IDs begin with the
-// same timestamp, so the start of tandem's ID was the same for both.)
+// same timestamp, so the start of tandem's ID was the same for both.) A
+// name that looks like another after NFKC is ambiguous, and members tells
+// the two apart by user ID.
 func TestRequestIDsDovecot(t *testing.T) {
 	a := aimeeOnDovecot(t, "House")
 	var inv struct{ Link string }
 	a.jsonOut(&inv, "share", "House", "--link")
-	for _, name := range []string{"Jesper", "Carol"} {
-		d := newDevice(t, strings.ToLower(name))
+	for i, name := range []string{"Jesper", "Carol", "\uff2aesper"} { // the last looks like Jesper (fullwidth J; NFKC makes it J)
+		d := newDevice(t, fmt.Sprint("joiner", i))
 		d.ok("init", "--name", name)
 		d.ok("join", inv.Link)
 	}
@@ -30,9 +33,10 @@ func TestRequestIDsDovecot(t *testing.T) {
 		return m
 	}
 	first := ids(a.ok("requests"))
-	if len(first) != 2 || first["Jesper"] == first["Carol"] {
-		t.Fatalf("two requests, IDs %v: want two different IDs", first)
+	if len(first) != 3 || first["Jesper"] == first["Carol"] || first["Jesper"] == first["\uff2aesper"] {
+		t.Fatalf("three requests, IDs %v: want three different IDs", first)
 	}
+	wantErr(t, a.run("approve", "jesper"), 1, `"jesper" fits 2 requests: give the ID that ferry requests shows`)
 	if again := ids(a.ok("requests")); again["Jesper"] != first["Jesper"] || again["Carol"] != first["Carol"] {
 		t.Errorf("the IDs changed from %v to %v", first, again)
 	}
@@ -47,6 +51,10 @@ func TestRequestIDsDovecot(t *testing.T) {
 	}
 	if out := a.ok("decline", first["Carol"]); !strings.Contains(out, "Declined Carol's request to join House.") {
 		t.Errorf("decline %s: %s", first["Carol"], out)
+	}
+	a.ok("approve", first["\uff2aesper"])
+	if out := a.ok("members", "House"); strings.Count(out, "writer (user ") != 2 {
+		t.Errorf("members does not tell the two Jespers apart by user ID:\n%s", out)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/ferry-sync/ferry/tandem"
 )
 
-// findMember resolves a member of l by name (case-insensitive) or the
+// findMember resolves a member of l by name (nameKey: NFKC, any case) or the
 // start of their user ID as ferry members --json shows it.
 func findMember(d *tandem.Device, l listInfo, ref string) (tandem.Member, error) {
 	ms, err := d.Members(l.id)
@@ -20,7 +20,7 @@ func findMember(d *tandem.Device, l listInfo, ref string) (tandem.Member, error)
 	var hits []tandem.Member
 	for _, m := range ms {
 		id := strings.ReplaceAll(m.User.String(), " ", "")
-		if strings.EqualFold(m.Name, ref) || len(ref) >= 4 && strings.HasPrefix(id, strings.ReplaceAll(strings.ToLower(ref), " ", "")) {
+		if nameKey(m.Name) == nameKey(ref) || len(ref) >= 4 && strings.HasPrefix(id, strings.ReplaceAll(strings.ToLower(ref), " ", "")) {
 			hits = append(hits, m)
 		}
 	}

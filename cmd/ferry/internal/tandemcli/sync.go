@@ -104,7 +104,9 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 			}
 			if rep.Applied > 0 {
 				if after, err := takeSnapshot(s.dev); err == nil {
-					printArrived(c.OutOrStdout(), diff(before, after, time.Now().UTC()))
+					chs := diff(before, after, time.Now().UTC())
+					rememberChanges(s.dir, chs)
+					printArrived(c.OutOrStdout(), chs)
 				}
 			}
 			a.printNotices(c.OutOrStdout(), seen, notices(s.dev, s.dir))
@@ -219,8 +221,8 @@ func status(s *session) (statusOut, error) {
 		out.LastAttempt = &saved.LastAttempt
 	}
 	out.Joins = []membershipOut{}
-	for _, j := range readJoins(s.dir) {
-		if m := membership(s.dev, j); m.State != string(tandem.MembershipActive) {
+	for _, j := range readJoins(s.dir) { // only what is still open: a join you're in, or a list you left, is no news
+		if m := membership(s.dev, j); m.State == "waiting" || m.State == string(tandem.MembershipDeclined) {
 			out.Joins = append(out.Joins, m)
 		}
 	}

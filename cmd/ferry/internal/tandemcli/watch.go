@@ -238,7 +238,9 @@ func (a *app) watchOpen(ctx context.Context, w io.Writer, st *watchState) error 
 				<-done
 				return err
 			}
-			a.printChanges(w, diff(before, after, time.Now().UTC()))
+			chs := diff(before, after, time.Now().UTC())
+			rememberChanges(s.dir, chs)
+			a.printChanges(w, chs)
 			a.printNotices(w, st.notices, notices(s.dev, s.dir))
 			before = after
 		case <-tick.C:
