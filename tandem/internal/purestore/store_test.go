@@ -1,6 +1,7 @@
 package purestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,7 +134,7 @@ func TestTornLastCommitIsCutOff(t *testing.T) {
 	want := dump(t, ref)
 	ref.Close()
 	twoSize := fileSize(t, filepath.Join(filepath.Dir(ref.path), "ref.db"))
-	for _, cut := range []int64{twoSize + 3, twoSize + 8, int64(len(full)) - 1} {
+	for _, cut := range []int64{twoSize + 3, twoSize + 11, twoSize + 12, int64(len(full)) - 1} {
 		if err := os.WriteFile(path, full[:cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -163,13 +164,18 @@ func TestDamageBeforeTheEndIsRefused(t *testing.T) {
 		}
 	}
 	s.Close()
-	b, _ := os.ReadFile(path)
-	b[12] ^= 0x40
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(context.Background(), path); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("open of a damaged store: %v", err)
+	good, _ := os.ReadFile(path)
+	// The first batch's length (which must not pass for a torn tail and
+	// cut off every later commit), its payload, its header check.
+	for _, at := range []int{1, 12, 9} {
+		b := bytes.Clone(good)
+		b[at] ^= 0x40
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(context.Background(), path); !errors.Is(err, ErrDamaged) {
+			t.Errorf("open with byte %d damaged: %v", at, err)
+		}
 	}
 }
 
