@@ -204,3 +204,44 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// TestPruneKeepsListedWrites: Prune drops the writes keep does not list,
+// durably, and reads of a scope see only what is left.
+func TestPruneKeepsListedWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "device.db")
+	s := openPure(t, path)
+	scope := [16]byte{7}
+	var tx txn
+	for i := range 10 {
+		id := [32]byte{byte(i)}
+		tx.put(s, tWrites, string(id[:]), append(scope[:], byte(i)), false)
+	}
+	if err := s.commit(&tx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Prune(ctx, func(id [32]byte) bool { return id[0]%2 == 0 })
+	if err != nil || n != 5 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	s.Close()
+	s = openPure(t, path)
+	defer s.Close()
+	var kept []byte
+	err = s.Source().Writes(ctx, scope, func(stored []byte, id [32]byte) error {
+		if len(stored) != 1 || stored[0] != id[0] {
+			t.Errorf("write %d stored as %v", id[0], stored)
+		}
+		kept = append(kept, id[0])
+		return nil
+	})
+	if err != nil || !bytes.Equal(kept, []byte{0, 2, 4, 6, 8}) {
+		t.Errorf("after prune and reopen: %v %v", kept, err)
+	}
+	if err := s.Source().OtherWrites(ctx, scope, func([16]byte, []byte, [32]byte) error {
+		t.Error("a write of another scope")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
