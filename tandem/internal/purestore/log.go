@@ -9,18 +9,18 @@ import (
 	"os"
 )
 
-// The file is a log of batches, one per committed change: u32 length,
-// u32 CRC-32C of the payload, then the payload, a run of ops. A batch is
-// whole or absent: a torn last batch (a crash during the append) is cut
-// off on open; a damaged one before the end is refused.
+// The file is a log of batches, one per committed change: a 12-byte
+// header (u32 payload length, u32 CRC-32C of the payload, u32 CRC-32C of
+// those 8 bytes), then the payload, a run of ops. A batch is whole or
+// absent: a torn last batch (a crash during the append: a short header, a
+// header of zeros, a short payload, a bad payload running to the end) is
+// cut off on open; anything else that does not check is damage, refused,
+// never read as a torn tail (which would drop the commits after it).
 const (
 	opPut  byte = iota // upsert keeping the row's place
 	opMove             // upsert moving the row to the end (INSERT OR REPLACE)
 	opDel
 )
-
-// maxBatch bounds one batch read back (a device's change is far smaller).
-const maxBatch = 1 << 30
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -39,15 +39,18 @@ func appendOp(b []byte, o op) []byte {
 	return appendCol(b, o.val)
 }
 
+const headerLen = 12
+
 func appendBatch(b []byte, ops []op) []byte {
 	start := len(b)
-	b = append(b, make([]byte, 8)...)
+	b = append(b, make([]byte, headerLen)...)
 	for _, o := range ops {
 		b = appendOp(b, o)
 	}
-	p := b[start+8:]
-	binary.BigEndian.PutUint32(b[start:], uint32(len(p)))
-	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(p, castagnoli))
+	h, p := b[start:start+headerLen], b[start+headerLen:]
+	binary.BigEndian.PutUint32(h, uint32(len(p)))
+	binary.BigEndian.PutUint32(h[4:], crc32.Checksum(p, castagnoli))
+	binary.BigEndian.PutUint32(h[8:], crc32.Checksum(h[:8], castagnoli))
 	return b
 }
 
@@ -77,19 +80,20 @@ func replay(f *os.File, ts *[nTables]*table) (int64, error) {
 	}
 	var off int64
 	for len(data) > 0 {
-		if len(data) < 8 {
+		if len(data) < headerLen || allZero(data) {
 			return off, nil // torn header
 		}
-		n := binary.BigEndian.Uint32(data)
-		if n > maxBatch {
-			return 0, fmt.Errorf("%w: batch of %d bytes at %d", ErrDamaged, n, off)
+		h := data[:headerLen]
+		if crc32.Checksum(h[:8], castagnoli) != binary.BigEndian.Uint32(h[8:]) {
+			return 0, fmt.Errorf("%w: batch header at %d", ErrDamaged, off)
 		}
-		if uint64(len(data)-8) < uint64(n) {
+		n := binary.BigEndian.Uint32(h)
+		if uint64(len(data)-headerLen) < uint64(n) {
 			return off, nil // torn payload
 		}
-		p := data[8 : 8+n]
-		if crc32.Checksum(p, castagnoli) != binary.BigEndian.Uint32(data[4:]) {
-			if int(8+n) == len(data) {
+		p := data[headerLen : headerLen+n]
+		if crc32.Checksum(p, castagnoli) != binary.BigEndian.Uint32(h[4:]) {
+			if int(headerLen+n) == len(data) {
 				return off, nil // the last append, torn inside
 			}
 			return 0, fmt.Errorf("%w: checksum at %d", ErrDamaged, off)
@@ -97,10 +101,19 @@ func replay(f *os.File, ts *[nTables]*table) (int64, error) {
 		if err := replayBatch(p, ts); err != nil {
 			return 0, fmt.Errorf("%w: batch at %d: %w", ErrDamaged, off, err)
 		}
-		data = data[8+n:]
-		off += int64(8 + n)
+		data = data[headerLen+n:]
+		off += int64(headerLen + n)
 	}
 	return off, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func replayBatch(p []byte, ts *[nTables]*table) error {

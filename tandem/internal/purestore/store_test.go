@@ -1,6 +1,7 @@
 package purestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,7 +134,7 @@ func TestTornLastCommitIsCutOff(t *testing.T) {
 	want := dump(t, ref)
 	ref.Close()
 	twoSize := fileSize(t, filepath.Join(filepath.Dir(ref.path), "ref.db"))
-	for _, cut := range []int64{twoSize + 3, twoSize + 8, int64(len(full)) - 1} {
+	for _, cut := range []int64{twoSize + 3, twoSize + 11, twoSize + 12, int64(len(full)) - 1} {
 		if err := os.WriteFile(path, full[:cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -163,13 +164,18 @@ func TestDamageBeforeTheEndIsRefused(t *testing.T) {
 		}
 	}
 	s.Close()
-	b, _ := os.ReadFile(path)
-	b[12] ^= 0x40
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(context.Background(), path); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("open of a damaged store: %v", err)
+	good, _ := os.ReadFile(path)
+	// The first batch's length (which must not pass for a torn tail and
+	// cut off every later commit), its payload, its header check.
+	for _, at := range []int{1, 12, 9} {
+		b := bytes.Clone(good)
+		b[at] ^= 0x40
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(context.Background(), path); !errors.Is(err, ErrDamaged) {
+			t.Errorf("open with byte %d damaged: %v", at, err)
+		}
 	}
 }
 
@@ -197,4 +203,45 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestPruneKeepsListedWrites: Prune drops the writes keep does not list,
+// durably, and reads of a scope see only what is left.
+func TestPruneKeepsListedWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "device.db")
+	s := openPure(t, path)
+	scope := [16]byte{7}
+	var tx txn
+	for i := range 10 {
+		id := [32]byte{byte(i)}
+		tx.put(s, tWrites, string(id[:]), append(scope[:], byte(i)), false)
+	}
+	if err := s.commit(&tx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Prune(ctx, func(id [32]byte) bool { return id[0]%2 == 0 })
+	if err != nil || n != 5 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	s.Close()
+	s = openPure(t, path)
+	defer s.Close()
+	var kept []byte
+	err = s.Source().Writes(ctx, scope, func(stored []byte, id [32]byte) error {
+		if len(stored) != 1 || stored[0] != id[0] {
+			t.Errorf("write %d stored as %v", id[0], stored)
+		}
+		kept = append(kept, id[0])
+		return nil
+	})
+	if err != nil || !bytes.Equal(kept, []byte{0, 2, 4, 6, 8}) {
+		t.Errorf("after prune and reopen: %v %v", kept, err)
+	}
+	if err := s.Source().OtherWrites(ctx, scope, func([16]byte, []byte, [32]byte) error {
+		t.Error("a write of another scope")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
