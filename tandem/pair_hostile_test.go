@@ -93,7 +93,7 @@ func forPairNets(t *testing.T, f func(*testing.T, pairNet)) {
 	for _, server := range []string{"dovecot", "cyrus"} {
 		t.Run(server, func(t *testing.T) {
 			h, raw := pairHub(t, server)
-			f(t, pairNet{on: Options{Hub: h}, raw: raw, extra: 6 * time.Second})
+			f(t, pairNet{on: Options{Hub: h}, raw: raw, extra: realtest.Scale(6 * time.Second)})
 		})
 	}
 }
