@@ -100,10 +100,16 @@ func newFloodScene(t *testing.T) *floodScene {
 	s := &floodScene{}
 	srv := memhub.NewServer()
 	open := func(context.Context) (hub.Store, error) { return srv.Open(), nil }
+	rawOpen := open
 	if os.Getenv("FERRY_FLOOD_HUB") == "dovecot" {
 		h := dovecotHub(t, "chloe") // emptied
-		cfg := imaphub.Config{Addr: h.host + ":" + strconv.Itoa(h.port), User: h.user, Password: h.password}
+		// The flooder's appends are not rationed; the devices' are, as
+		// Open would (DefaultBudget).
+		cfg := imaphub.Config{Addr: h.host + ":" + strconv.Itoa(h.port), User: h.user, Password: h.password, Budget: DefaultBudget()}
 		open = func(ctx context.Context) (hub.Store, error) { return imaphub.Open(ctx, cfg) }
+		flooder := cfg
+		flooder.Budget = hub.NewRateBudget(hub.Rate{}, hub.Rate{})
+		rawOpen = func(ctx context.Context) (hub.Store, error) { return imaphub.Open(ctx, flooder) }
 	}
 	opts := func(name string) Options {
 		if name == "Jesper" {
@@ -117,7 +123,7 @@ func newFloodScene(t *testing.T) *floodScene {
 		}
 		return Options{Name: name, Store: open}
 	}
-	raw, err := open(t.Context())
+	raw, err := rawOpen(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
