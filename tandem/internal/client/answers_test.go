@@ -6,8 +6,8 @@ import (
 )
 
 // The automatic-answer limiter: one answer per requester and kind within
-// AnswerEvery, AnswerBurst per collection at once, refilled over
-// AnswerRefill, collections apart.
+// AnswerEvery, AnswerBurst per collection and kind at once, refilled over
+// AnswerRefill, collections and kinds apart.
 func TestAnswerLimiter(t *testing.T) {
 	l := newAnswerLimiter()
 	now := time.Unix(1_000_000, 0)
@@ -19,10 +19,7 @@ func TestAnswerLimiter(t *testing.T) {
 	if l.allow(c, uid(0), answerKeyReq, now.Add(time.Minute)) {
 		t.Fatal("a copy within AnswerEvery was answered")
 	}
-	if !l.allow(c, uid(0), answerDecline, now) {
-		t.Fatal("another kind for the same requester was refused")
-	}
-	n := 2
+	n := 0
 	for i := 1; l.allow(c, uid(i), answerDecline, now); i++ {
 		n++
 	}
@@ -31,6 +28,9 @@ func TestAnswerLimiter(t *testing.T) {
 	}
 	if !l.allow(other, uid(500), answerDecline, now) {
 		t.Fatal("another collection's answers were limited too")
+	}
+	if !l.allow(c, uid(501), answerKeyReq, now) {
+		t.Fatal("declines used up the answers to key requests")
 	}
 	later := now.Add(AnswerRefill / AnswerBurst)
 	if !l.allow(c, uid(600), answerDecline, later) || l.allow(c, uid(601), answerDecline, later) {
