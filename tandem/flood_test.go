@@ -265,3 +265,23 @@ func TestJoinRequestsOfOneIdentityCollapse(t *testing.T) {
 		})
 	}
 }
+
+// Messages refused for the held bound are remembered across a restart,
+// with their first sighting: the reopened device downloads none again.
+func TestRefusedRememberedAcrossRestart(t *testing.T) {
+	s := newFloodScene(t)
+	s.held(t, 14, 490<<10) // about 900 KB each: past the 8 MiB per collection
+	rep := syncT(t, s.h.owner)
+	held := rep.Held
+	if held == 0 || held >= 14 {
+		t.Fatalf("held %d of 14 (bound 8 MiB): %+v", held, rep)
+	}
+	s.h.owner.Close()
+	s.h.owner = openT(t, s.dir, s.h.opts("Jesper"))
+	t.Cleanup(func() { s.h.owner.Close() })
+	s.fetched.Store(0)
+	rep = syncT(t, s.h.owner)
+	if f := s.fetched.Load(); f != 0 || rep.Held != held {
+		t.Fatalf("after a restart: %d bytes downloaded again, %d held (before: %d)", f, rep.Held, held)
+	}
+}
