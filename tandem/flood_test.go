@@ -152,15 +152,66 @@ func TestJunkRequestsDeclinedWithinRate(t *testing.T) {
 	}
 }
 
-// epochTag is the owner's current epoch channel of the collection.
-func (h *hostile) epochTag() string {
+// epochChannel is the owner's current epoch channel of the collection, and
+// its key (what any member holds).
+func (h *hostile) epochChannel() (string, [32]byte) {
 	var epoch [32]byte
 	h.owner.eng.View([16]byte(h.c), func(_ *record.State, r *roster.Roster, _ roster.Status) { epoch = r.Epoch() })
-	tag, _, ok := h.owner.eng.EpochChannel([16]byte(h.c), epoch)
+	tag, key, ok := h.owner.eng.EpochChannel([16]byte(h.c), epoch)
 	if !ok {
 		h.t.Fatal("no epoch channel")
 	}
-	return tag
+	return tag, key
+}
+
+func (h *hostile) epochTag() string { tag, _ := h.epochChannel(); return tag }
+
+// admit makes a device join through a new link and the owner approve it.
+func (h *hostile) admit(name string) *Device {
+	t := h.t
+	link, _, _ := h.invite(InviteOptions{Link: true})
+	d := h.device(name)
+	if _, err := d.Join(t.Context(), link.Payload, name); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, d)
+	syncT(t, h.owner)
+	reqs := h.owner.Requests(h.c)
+	if len(reqs) != 1 {
+		t.Fatalf("requests: %+v", reqs)
+	}
+	if err := h.owner.Approve(t.Context(), reqs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	syncT(t, h.owner)
+	syncT(t, d)
+	if d.Membership(h.c) != MembershipActive {
+		t.Fatalf("%s: %q", name, d.Membership(h.c))
+	}
+	return d
+}
+
+// postKeyReqs posts k copies of member's key request (§11.4) as notices in
+// the current epoch channel, as anyone who saw one can.
+func (h *hostile) postKeyReqs(member *Device, k int) {
+	t := h.t
+	tag, key := h.epochChannel()
+	var have [32]byte
+	h.owner.eng.View([16]byte(h.c), func(_ *record.State, r *roster.Roster, _ roster.Status) { have = r.Head().ID() })
+	id := suite.NewIdentity(member.us)
+	c := [16]byte(h.c)
+	sig := ed25519.Sign(id.SignKey, suite.KeyReqSigInput(c, have, id.UID))
+	pt, _ := json.Marshal(map[string]any{"type": "keyreq", "c": tjson.Bytes(c[:]), "have": tjson.Bytes(have[:]),
+		"by": tjson.Bytes(id.UID[:]), "sig": tjson.Bytes(sig)})
+	for range k {
+		env, err := suite.SealEnvelope(suite.KindRequest, key, tag, pt, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.raw.Append(t.Context(), tag, env); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Copies of one key request get one answer (defect 4).
@@ -169,47 +220,12 @@ func TestReplayedKeyRequestAnsweredOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := mk(t)
 			h := newHostile(t, f.opts, f.raw)
-			link, _, _ := h.invite(InviteOptions{Link: true})
-			ben := h.device("ben")
-			if _, err := ben.Join(t.Context(), link.Payload, "Ben"); err != nil {
-				t.Fatal(err)
-			}
-			syncT(t, ben)
-			syncT(t, h.owner)
-			reqs := h.owner.Requests(h.c)
-			if len(reqs) != 1 {
-				t.Fatalf("requests: %+v", reqs)
-			}
-			if err := h.owner.Approve(t.Context(), reqs[0].ID); err != nil {
-				t.Fatal(err)
-			}
-			syncT(t, h.owner)
-			syncT(t, ben)
-			if ben.Membership(h.c) != MembershipActive {
-				t.Fatalf("Ben: %q", ben.Membership(h.c))
-			}
-			// Ben's key request, posted 100 times in the epoch channel.
-			var epoch, have [32]byte
-			h.owner.eng.View([16]byte(h.c), func(_ *record.State, r *roster.Roster, _ roster.Status) { epoch, have = r.Epoch(), r.Head().ID() })
-			tag, key, _ := h.owner.eng.EpochChannel([16]byte(h.c), epoch)
-			id := suite.NewIdentity(ben.us)
-			c := [16]byte(h.c)
-			sig := ed25519.Sign(id.SignKey, suite.KeyReqSigInput(c, have, id.UID))
-			pt, _ := json.Marshal(map[string]any{"type": "keyreq", "c": tjson.Bytes(c[:]), "have": tjson.Bytes(have[:]),
-				"by": tjson.Bytes(id.UID[:]), "sig": tjson.Bytes(sig)})
-			for range 100 {
-				env, err := suite.SealEnvelope(suite.KindRequest, key, tag, pt, rand.Reader)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := f.raw.Append(t.Context(), tag, env); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ben := h.admit("Ben")
+			h.postKeyReqs(ben, 100)
 			f.owner.ration(-1)
 			syncT(t, h.owner)
 			syncT(t, h.owner)
-			if n := f.owner.appended(id.InboxTag); n != 1 {
+			if n := f.owner.appended(suite.NewIdentity(ben.us).InboxTag); n != 1 {
 				t.Fatalf("100 copies of one key request: %d answers, want 1", n)
 			}
 		})
@@ -247,5 +263,25 @@ func TestJoinRequestsOfOneIdentityCollapse(t *testing.T) {
 				t.Fatalf("150 requests of one identity and 120 of others: %d of the one listed, %d in all", mine, len(reqs))
 			}
 		})
+	}
+}
+
+// Messages refused for the held bound are remembered across a restart,
+// with their first sighting: the reopened device downloads none again.
+func TestRefusedRememberedAcrossRestart(t *testing.T) {
+	s := newFloodScene(t)
+	s.held(t, 14, 490<<10) // about 900 KB each: past the 8 MiB per collection
+	rep := syncT(t, s.h.owner)
+	held := rep.Held
+	if held == 0 || held >= 14 {
+		t.Fatalf("held %d of 14 (bound 8 MiB): %+v", held, rep)
+	}
+	s.h.owner.Close()
+	s.h.owner = openT(t, s.dir, s.h.opts("Jesper"))
+	t.Cleanup(func() { s.h.owner.Close() })
+	s.fetched.Store(0)
+	rep = syncT(t, s.h.owner)
+	if f := s.fetched.Load(); f != 0 || rep.Held != held {
+		t.Fatalf("after a restart: %d bytes downloaded again, %d held (before: %d)", f, rep.Held, held)
 	}
 }

@@ -16,8 +16,10 @@ const (
 	// one kind for one collection: copies of one request within it get
 	// none (the key request interval of §11.4).
 	AnswerEvery = KeyRequestAfter
-	// AnswerBurst automatic answers per collection may go at once; after
-	// that AnswerBurst per AnswerRefill.
+	// AnswerBurst automatic answers of one kind per collection may go at
+	// once; after that AnswerBurst per AnswerRefill. Kinds are counted
+	// apart, so junk join requests never use up the answers to members'
+	// key requests.
 	AnswerBurst  = 20
 	AnswerRefill = time.Hour
 )
@@ -41,7 +43,12 @@ type answerKey struct {
 // memory: a restart forgets it, which costs at most one more burst.
 type answerLimiter struct {
 	last    map[answerKey]time.Time // the last answer per requester and kind
-	buckets map[CollectionID]*answerBucket
+	buckets map[bucketKey]*answerBucket
+}
+
+type bucketKey struct {
+	coll CollectionID
+	kind answerKind
 }
 
 type answerBucket struct {
@@ -50,7 +57,7 @@ type answerBucket struct {
 }
 
 func newAnswerLimiter() *answerLimiter {
-	return &answerLimiter{last: map[answerKey]time.Time{}, buckets: map[CollectionID]*answerBucket{}}
+	return &answerLimiter{last: map[answerKey]time.Time{}, buckets: map[bucketKey]*answerBucket{}}
 }
 
 // allow reports whether an answer of kind to uid for collection c may be
@@ -60,10 +67,10 @@ func (l *answerLimiter) allow(c CollectionID, uid [32]byte, kind answerKind, now
 	if t, ok := l.last[k]; ok && now.Sub(t) < AnswerEvery && !now.Before(t) {
 		return false
 	}
-	b := l.buckets[c]
+	b := l.buckets[bucketKey{c, kind}]
 	if b == nil {
 		b = &answerBucket{tokens: AnswerBurst, at: now}
-		l.buckets[c] = b
+		l.buckets[bucketKey{c, kind}] = b
 	}
 	if d := now.Sub(b.at); d > 0 {
 		b.tokens = min(AnswerBurst, b.tokens+AnswerBurst*d.Seconds()/AnswerRefill.Seconds())

@@ -57,7 +57,7 @@ var codeKinds = map[tandem.Code]string{
 	tandem.CodeExists: "exists", tandem.CodeNoHub: "no_hub", tandem.CodeNoDevice: "no_device",
 	tandem.CodeWrongIdentity: "wrong_identity", tandem.CodeBackupKey: "backup_key", tandem.CodeTooLarge: "too_large",
 	tandem.CodeInFlight: "in_flight", tandem.CodeExpired: "expired", tandem.CodeDifferentHub: "different_hub",
-	tandem.CodePairing: "pairing",
+	tandem.CodePairing: "pairing", tandem.CodeDamaged: "damaged",
 }
 
 // fromTandem turns a tandem error into an *Error with its Message.
