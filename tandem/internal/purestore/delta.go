@@ -117,7 +117,12 @@ func encodeOut(o client.SavedOut) []byte {
 	b = appendCol(b, o.Rec[:])
 	b = appendUint(b, dirty)
 	b = appendUint(b, uint64(o.Kind))
-	return appendCol(b, o.Writes)
+	b = appendCol(b, o.Writes)
+	auto := uint64(0)
+	if o.Auto {
+		auto = 1
+	}
+	return appendUint(b, auto)
 }
 
 func decodeOut(seq uint64, v []byte) (client.SavedOut, error) {
@@ -127,6 +132,7 @@ func decodeOut(seq uint64, v []byte) (client.SavedOut, error) {
 	o.Dirty = c.uint() != 0
 	o.Kind = uint8(c.uint())
 	o.Writes = c.next()
+	o.Auto = c.uint() != 0
 	return o, c.done()
 }
 

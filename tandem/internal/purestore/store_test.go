@@ -41,8 +41,9 @@ func deltas() []*client.Delta {
 		d.Msgs = []client.SavedMsg{
 			{ID: id(i), Channel: "ch", State: client.MsgTodo, Kind: 1, Writes: []byte{}},
 			{ID: id(0), Channel: "other", State: client.MsgState(i % 3), Hash: [32]byte{byte(i)}, Rec: [16]byte{3}, Writes: make([]byte, 32*i)},
+			{ID: id(7), Channel: "ch", State: client.MsgRefused, Size: int64(900_000 + i), FirstSeen: time.UnixMilli(int64(7000 + i))},
 		}
-		d.OutAdd = []client.SavedOut{{Seq: uint64(10 - i), Channel: "o", Envelope: []byte{byte(i)}, Kind: 2}, {Seq: uint64(20 + i), Channel: "d", Rec: [16]byte{byte(i)}, Dirty: true}}
+		d.OutAdd = []client.SavedOut{{Seq: uint64(10 - i), Channel: "o", Envelope: []byte{byte(i)}, Kind: 2}, {Seq: uint64(20 + i), Channel: "d", Rec: [16]byte{byte(i)}, Dirty: true}, {Seq: uint64(30 + i), Channel: "o", Envelope: []byte{7}, Kind: 3, Auto: true}}
 		d.HeldAdd = []client.SavedHeld{{ID: id(i % 2), Channel: "h", Envelope: []byte{byte(i)}, FirstSeen: time.UnixMilli(int64(5000 + i))}}
 		d.Rotations = []client.SavedRotation{{Collection: coll(1), Step: i - 2, Payload: []byte{byte(i)}, Key: [32]byte{byte(i)}, Inventory: []byte{4}, OldEpoch: [32]byte{5}, OldKey: [32]byte{6}}}
 		switch i {
@@ -97,6 +98,11 @@ func dump(t *testing.T, s store) map[string]any {
 	}
 	for i := range held {
 		held[i].FirstSeen = held[i].FirstSeen.UTC()
+	}
+	for i := range msgs {
+		if !msgs[i].FirstSeen.IsZero() {
+			msgs[i].FirstSeen = msgs[i].FirstSeen.UTC()
+		}
 	}
 	out["statements"], out["fragments"], out["msgs"], out["outbox"] = sts, frs, msgs, outs
 	out["held"], out["rotations"], out["cursor"], out["hlc"] = held, rots, cur, hlc
