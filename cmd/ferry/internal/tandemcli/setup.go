@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ferry-sync/ferry/tandem"
 	"github.com/spf13/cobra"
 )
 
@@ -140,7 +141,7 @@ with ferry connect, and ferry sync finds your lists.`,
 			if dir, _, err := a.profileDir(); err != nil {
 				return err
 			} else if _, err := os.Stat(filepath.Join(dir, profileFile)); err == nil {
-				return failf("exists", "%s already holds a device: restore into another --profile", dir)
+				return a.repair(c, dir, key, name)
 			}
 			dir, undo, err := a.createProfile()
 			if err != nil {
@@ -169,6 +170,45 @@ with ferry connect, and ferry sync finds your lists.`,
 	c.Flags().StringVar(&name, "name", "", "the name others see for you (default: your login name)")
 	c.Flags().StringVar(&keyFile, "backup-key-file", "", "read the backup key from this file (- for standard input)")
 	return a.flags(c, true)
+}
+
+// repair restores the identity into the existing profile dir when its
+// device lost its identity file (tandem says CodeDamaged and Restore
+// repairs it, keeping the unsent edits); a profile whose device opens is
+// refused, as before. name, when given, replaces the profile's name.
+func (a *app) repair(c *cobra.Command, dir, key, name string) error {
+	s, err := a.open(c.Context())
+	if err == nil {
+		s.close()
+		return failf("exists", "%s already holds a device: restore into another --profile", dir)
+	}
+	if tandem.CodeOf(err) != tandem.CodeDamaged {
+		return err
+	}
+	prof, err := readProfile(dir)
+	if err != nil {
+		return err
+	}
+	if c.Flags().Changed("name") {
+		prof.Name = name
+	}
+	trust, err := profileTrust(dir)
+	if err != nil {
+		return err
+	}
+	s = &session{dir: dir, prof: prof, trust: trust, verbose: a.verbose}
+	if err := s.openDevice(c.Context(), &key); err != nil {
+		return err
+	}
+	defer s.close()
+	if err := writeJSON(filepath.Join(dir, profileFile), s.prof); err != nil {
+		return err
+	}
+	if a.json {
+		return a.printIdentity(c.OutOrStdout(), s, "")
+	}
+	fmt.Fprintf(c.OutOrStdout(), "Repaired %s with %s's backup key: its unsent changes are kept.\n", dir, disp(prof.Name))
+	return nil
 }
 
 func (a *app) backupKeyCmd() *cobra.Command {
