@@ -31,7 +31,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 . scripts/setup.d/mail-state.bash
 MAILROOT=$(mail_root "$FERRY_CACHE")
-USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena hubtrent"   # password: <user>pw; spares for parallel test packages (mallory..xena, hubtrent: hub fault tests)
+USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena yara hubtrent"   # password: <user>pw; spares for parallel test packages (mallory..yara, hubtrent: hub fault tests)
 D=$MAILROOT/mail/dovecot
 P1=${FERRY_DOVECOT_PORT:-1143} P2=${FERRY_DOVECOT_PLAIN_PORT:-1144} PT=${FERRY_DOVECOT_TLS_PORT:-1993}   # other ports: a second set of instances (tests of this script)
 MAILUSER=tandemhub

@@ -27,7 +27,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 . scripts/setup.d/mail-state.bash
 MAILROOT=$(mail_root "$FERRY_CACHE")
-USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena hubtrent"   # spares for parallel test packages (mallory..xena, hubtrent: hub fault tests)
+USERS="alice bob carol dave erin frank grace heidi ivan judy ken quinn amber bruno chloe dmitri elena felix mallory oscar peggy victor walter trent uma xena yara hubtrent"   # spares for parallel test packages (mallory..yara, hubtrent: hub fault tests)
 IMAP_PORT=${FERRY_CYRUS_IMAP_PORT:-2143}   # other ports: a second instance (tests of this script)
 HTTP_PORT=${FERRY_CYRUS_HTTP_PORT:-8008}
 C=$MAILROOT/mail/cyrus

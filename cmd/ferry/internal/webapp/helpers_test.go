@@ -328,7 +328,7 @@ func (p *page) screenshot(name string) {
 
 // The mail account of these tests, on Dovecot and on Cyrus: no other test
 // package uses it (scripts/setup.d/10-dovecot.sh and 20-cyrus.sh make it).
-const dovecotUser = "chloe"
+const dovecotUser = "yara"
 
 // dovecot returns the Dovecot account's address and password, with its
 // Tandem folder emptied.
