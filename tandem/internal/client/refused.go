@@ -56,6 +56,13 @@ const (
 // roster r being followed with its current epoch's inventory. d.mu is held
 // (or, in Restore, nothing else touches coll).
 func (d *Device) judge(coll *collection, r *roster.Roster, w *record.Write) (int, RefusedWhy) {
+	n, _ := r.Counter(r.Epoch())
+	if w.Epoch() == n && (w.Record() != roster.MetaRecordID() || w.Author() == r.Owner()) {
+		// A write of the current epoch was judged in it when it entered
+		// (admitData, or Write for the user's own): only an old epoch's
+		// write, or _meta by a non-owner, needs judging again.
+		return keepIt, 0
+	}
 	err := coll.chain.Accepts(w)
 	if err == nil || errors.Is(err, roster.ErrHeld) {
 		return keepIt, 0
@@ -63,7 +70,6 @@ func (d *Device) judge(coll *collection, r *roster.Roster, w *record.Write) (int
 	if w.Author() != d.id.UID || hiddenWrite(coll.state, w) {
 		return dropIt, 0 // another user's; or a field write a tombstone hides, which nobody can show again
 	}
-	n, _ := r.Counter(r.Epoch())
 	if _, ok := firstListing(r, d.id.UID); ok && w.Epoch() < n && !errors.Is(err, roster.ErrMetaNotOwner) {
 		return keepIt, 0 // resign.go signs it again into this epoch
 	}
