@@ -71,7 +71,7 @@ func epochOf(d *Device, c CollectionID) (epoch, head [32]byte) {
 // counter 0 (on top of what d's state holds) and appends it through raw
 // in the channel of epoch: what a removed member with the mail password
 // can still do with the old key (§3.3).
-func postOld(t *testing.T, d *Device, c CollectionID, raw hub.Store, epoch, ref [32]byte, ch record.Change) {
+func postOld(t *testing.T, d *Device, c CollectionID, raw hub.Store, epoch, ref [32]byte, ch record.Change) *record.Write {
 	t.Helper()
 	id := suite.NewIdentity(d.us)
 	var w *record.Write
@@ -97,6 +97,7 @@ func postOld(t *testing.T, d *Device, c CollectionID, raw hub.Store, epoch, ref 
 	if _, err := raw.Append(t.Context(), tag, env); err != nil {
 		t.Fatal(err)
 	}
+	return w
 }
 
 // destroyChannel destroys every message of channel tag through raw.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-sync/ferry/tandem/internal/record"
 	"github.com/ferry-sync/ferry/tandem/internal/roster"
+	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // What a device's state holds (§8.3, §10.7, §11.6), enforced here and
@@ -55,18 +56,30 @@ const (
 // roster r being followed with its current epoch's inventory. d.mu is held
 // (or, in Restore, nothing else touches coll).
 func (d *Device) judge(coll *collection, r *roster.Roster, w *record.Write) (int, RefusedWhy) {
+	n, _ := r.Counter(r.Epoch())
+	if w.Epoch() == n && (w.Record() != roster.MetaRecordID() || w.Author() == r.Owner()) {
+		// A write of the current epoch was judged in it when it entered
+		// (admitData, or Write for the user's own): only an old epoch's
+		// write, or _meta by a non-owner, needs judging again.
+		return keepIt, 0
+	}
 	err := coll.chain.Accepts(w)
 	if err == nil || errors.Is(err, roster.ErrHeld) {
 		return keepIt, 0
 	}
-	if w.Author() != d.id.UID {
-		return dropIt, 0
+	if w.Author() != d.id.UID || hiddenWrite(coll.state, w) {
+		return dropIt, 0 // another user's; or a field write a tombstone hides, which nobody can show again
 	}
-	n, _ := r.Counter(r.Epoch())
 	if _, ok := firstListing(r, d.id.UID); ok && w.Epoch() < n && !errors.Is(err, roster.ErrMetaNotOwner) {
 		return keepIt, 0 // resign.go signs it again into this epoch
 	}
 	return refuseIt, refusedWhy(r, d.id.UID, err)
+}
+
+// hiddenWrite reports whether w is a field write of a record s holds as
+// deleted: kept but never shown, published or listed (§9.2, §12.3).
+func hiddenWrite(s *record.State, w *record.Write) bool {
+	return w.Op() != suite.OpDelete && s.Deleted(w.Record())
 }
 
 // refusedWhy names the reason for the user's write refused with err.
@@ -126,13 +139,16 @@ func (d *Device) settleState(coll *collection, rep *SyncReport) int {
 		return 0
 	}
 	var out func(*record.Write) bool
-	refused := map[[32]byte]RefusedWhy{}
+	refused, hidden := map[[32]byte]RefusedWhy{}, map[[32]byte]bool{}
 	switch {
 	case full:
 		out = func(w *record.Write) bool {
 			v, why := d.judge(coll, r, w)
-			if v == refuseIt {
+			switch {
+			case v == refuseIt:
 				refused[w.ID()] = why
+			case v == dropIt && hiddenWrite(coll.state, w):
+				hidden[w.ID()] = true
 			}
 			return v != keepIt
 		}
@@ -150,7 +166,14 @@ func (d *Device) settleState(coll *collection, rep *SyncReport) int {
 		return 0 // a writer waits for the inventory
 	}
 	coll.settled, coll.settledFull = head, full
-	return d.takeOut(coll, coll.state.Drop(out), refused, rep)
+	gone := coll.state.Drop(out)
+	shown := gone[:0:0]
+	for _, w := range gone {
+		if !hidden[w.ID()] {
+			shown = append(shown, w)
+		}
+	}
+	return d.takeOut(coll, shown, refused, rep)
 }
 
 // takeOut accounts for writes that left coll's state: the refused ones go

@@ -74,7 +74,7 @@ func Register(root *cobra.Command, cfg Config) {
 		&cobra.Group{ID: groupSync, Title: "Sync (Tandem):"})
 	for _, c := range []*cobra.Command{
 		a.initCmd(), a.restoreCmd(), a.nameCmd(), a.connectCmd(), a.hubCmd(), a.backupKeyCmd(), a.deviceCmd(), a.startOverCmd(),
-		a.newCmd(), a.listsCmd(), a.showCmd(), a.renameCmd(), a.copyCmd(), a.deleteCmd(),
+		a.newCmd(), a.listsCmd(), a.showCmd(), a.refusedCmd(), a.renameCmd(), a.copyCmd(), a.deleteCmd(),
 		a.addCmd(), a.setCmd(), a.tagCmd(true), a.tagCmd(false), a.doneCmd(), a.rmCmd(),
 		a.shareCmd(), a.joinCmd(), a.requestsCmd(), a.decideCmd(true), a.decideCmd(false), a.membersCmd(), a.roleCmd(), a.removeCmd(), a.leaveCmd(),
 		a.statusCmd(), a.syncCmd(),

@@ -46,8 +46,9 @@ type itemOut struct {
 }
 
 type showOut struct {
-	List  listInfo  `json:"list"`
-	Items []itemOut `json:"items"`
+	List    listInfo     `json:"list"`
+	Items   []itemOut    `json:"items"`
+	Refused []refusedOut `json:"refused,omitempty"` // your edits that were not shared (refused.go)
 }
 
 // authorName is who wrote a value, by the name the list knows them by.
@@ -241,10 +242,15 @@ func (a *app) showCmd() *cobra.Command {
 			if all {
 				deletedTitles(s.dir, its)
 			}
+			rs, err := refusedOf(s.dev, l)
+			if err != nil {
+				return err
+			}
 			if a.json {
-				return emit(c.OutOrStdout(), showOut{List: l, Items: its})
+				return emit(c.OutOrStdout(), showOut{List: l, Items: its, Refused: rs})
 			}
 			printList(c.OutOrStdout(), l, its, sharing(s.dev, l))
+			printRefused(c.OutOrStdout(), l, rs)
 			return nil
 		},
 	}

@@ -25,10 +25,11 @@ type reportOut struct {
 	Applied   int `json:"applied"`
 	Rejected  int `json:"rejected"`
 	Held      int `json:"held"`
+	Refused   int `json:"refused,omitempty"` // your edits newly found not shared (refused.go)
 }
 
 func reportJSON(r tandem.SyncReport) reportOut {
-	return reportOut{r.Published, r.Fetched, r.Applied, r.Rejected, r.Held}
+	return reportOut{r.Published, r.Fetched, r.Applied, r.Rejected, r.Held, r.Refused}
 }
 
 func describeReport(r tandem.SyncReport) string {
@@ -110,6 +111,10 @@ still work meanwhile: the watcher steps aside while they run. With --json,
 				}
 			}
 			a.printNotices(c.OutOrStdout(), seen, notices(s.dev, s.dir))
+			if n := refusedCount(s.dev); n > 0 { // not "synced": some of the user's edits never went out
+				fmt.Fprintf(c.OutOrStdout(), "Sync done (%s), but %s\n", describeReport(rep), refusedLine(n))
+				return nil
+			}
 			fmt.Fprintf(c.OutOrStdout(), "Synced: %s.\n", describeReport(rep))
 			return nil
 		},
@@ -150,7 +155,8 @@ type statusList struct {
 	Names    []string `json:"names"`
 	State    string   `json:"state"`
 	Items    int      `json:"items"`
-	InFlight string   `json:"in_flight"` // a sharing change another device left unfinished
+	InFlight string   `json:"in_flight"`         // a sharing change another device left unfinished
+	Refused  int      `json:"refused,omitempty"` // your edits that were not shared (refused.go)
 }
 
 type statusOut struct {
@@ -162,7 +168,8 @@ type statusOut struct {
 	LastSync    *time.Time      `json:"last_sync"`
 	LastAttempt *time.Time      `json:"last_attempt"`
 	Pending     int             `json:"pending"`
-	Held        int             `json:"held"` // messages waiting for a roster statement or inventory (§8.3)
+	Refused     int             `json:"refused,omitempty"` // your edits that were not shared (refused.go)
+	Held        int             `json:"held"`              // messages waiting for a roster statement or inventory (§8.3)
 	Lists       []statusList    `json:"lists"`
 	Joins       []membershipOut `json:"joins"` // lists asked to join and not in yet
 }
@@ -200,7 +207,7 @@ not sent yet), offline, waiting (its members are not known yet), can't sync
 func status(s *session) (statusOut, error) {
 	st := s.dev.Status()
 	saved := readState(s.dir)
-	out := statusOut{Profile: s.dir, Name: s.prof.Name, Hub: s.dev.Hub().String(), Pending: st.Pending, Held: st.Waiting, Lists: []statusList{}}
+	out := statusOut{Profile: s.dir, Name: s.prof.Name, Hub: s.dev.Hub().String(), Pending: st.Pending, Refused: st.Refused, Held: st.Waiting, Lists: []statusList{}}
 	switch {
 	case s.dev.Hub().IsZero():
 		out.Connection = "no_hub"
@@ -236,7 +243,11 @@ func status(s *session) (statusOut, error) {
 			state = "removed"
 		}
 		what, _ := s.dev.ChangeInFlight(l.id)
-		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: state, Items: l.Items, InFlight: what})
+		rs, _ := s.dev.Refused(l.id)
+		if len(rs) > 0 && (state == "synced" || state == "behind") {
+			state = "not shared"
+		}
+		out.Lists = append(out.Lists, statusList{ID: l.ID, Name: l.Name, Names: l.Names, State: state, Items: l.Items, InFlight: what, Refused: len(rs)})
 	}
 	return out, nil
 }
@@ -285,6 +296,9 @@ func printStatus(c *cobra.Command, o statusOut) {
 		last = o.LastSync.Local().Format("2006-01-02 15:04:05")
 	}
 	fmt.Fprintf(w, "Last sync %s\nUnsent    %d change(s)\n", last, o.Pending)
+	if o.Refused > 0 {
+		fmt.Fprintf(w, "Not shared %s\n", refusedLine(o.Refused))
+	}
 	if o.Held > 0 {
 		fmt.Fprintf(w, "Waiting   %d change(s) from others, until their list's members are known (a sync brings them)\n", o.Held)
 	}
@@ -303,6 +317,9 @@ func printStatus(c *cobra.Command, o statusOut) {
 		}
 		if l.State == "removed" {
 			fmt.Fprintf(w, "    %s is no longer shared with you.\n", disp(l.Name))
+		}
+		if l.Refused > 0 {
+			fmt.Fprintf(w, "    %d of your edit(s) were not shared: ferry refused %s\n", l.Refused, short(l.ID))
 		}
 		if l.State == "can't sync" && o.Connection == "ok" {
 			fmt.Fprintf(w, "    %s can't sync any more. Copy it to a new list? (ferry copy %s)\n", disp(l.Name), short(l.ID))
