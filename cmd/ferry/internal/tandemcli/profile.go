@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -237,6 +238,9 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 			s.dev, err = tandem.Open(ctx, filepath.Join(s.dir, deviceDir), opts)
 		}
 		if err == nil {
+			if n := s.dev.DamagedOnOpen(); n > 0 { // device.db changed on disk: said on every command until a sync reads them again
+				fmt.Fprintf(newSafeWriter(os.Stderr), "ferry: %d stored value(s) in %s were damaged on disk and are not shown; ferry sync reads them again from the mail account.\n", n, s.dir)
+			}
 			return nil
 		}
 		if tandem.CodeOf(err) != tandem.CodeLocked || time.Now().After(deadline) {

@@ -1,11 +1,14 @@
 package tandemcli_test
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	_ "modernc.org/sqlite" // the damage is made with SQL, as a disk fault would
 )
 
 // TestRestoreRepairsMissingIdentity: a profile whose identity file was
@@ -43,5 +46,31 @@ func TestRestoreRepairsMissingIdentity(t *testing.T) {
 	}
 	if out := a.ok("show", "Groceries"); !strings.Contains(out, "Milk") {
 		t.Fatalf("the change never synced is gone after the repair:\n%s", out)
+	}
+}
+
+// TestDamagedValueSaysSo: a byte changed in a stored value on disk is never
+// shown as someone's value; every command says values were damaged and
+// that ferry sync reads them again.
+func TestDamagedValueSaysSo(t *testing.T) {
+	a := newDevice(t, "aimee")
+	a.ok("init", "--name", "Aimee")
+	a.ok("new", "House")
+	a.ok("add", "House", "Paint the door")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(a.dir, "device", "device.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec("UPDATE writes SET stored = replace(stored, CAST('Paint the door' AS BLOB), CAST('Paint the doos' AS BLOB)) WHERE instr(stored, CAST('Paint the door' AS BLOB)) > 0")
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("changing a byte: %v, %d rows", err, n)
+	}
+	db.Close()
+	r := a.run("show", "House")
+	if r.code != 0 || !strings.Contains(r.err, "were damaged on disk and are not shown; ferry sync reads them again") {
+		t.Fatalf("show after damage: exit %d, stderr %q", r.code, r.err)
+	}
+	if strings.Contains(r.out, "doos") {
+		t.Fatalf("a damaged value is shown:\n%s", r.out)
 	}
 }
