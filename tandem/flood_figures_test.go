@@ -106,7 +106,7 @@ func newFloodScene(t *testing.T) *floodScene {
 	open := func(context.Context) (hub.Store, error) { return srv.Open(), nil }
 	if os.Getenv("FERRY_FLOOD_HUB") == "dovecot" {
 		h := dovecotHub(t, "chloe") // emptied
-		cfg := imaphub.Config{Addr: h.host + ":" + strconv.Itoa(h.port), User: h.user, Password: h.password}
+		cfg := imaphub.Config{Addr: h.d.Host + ":" + strconv.Itoa(h.d.Port), User: h.d.User, Password: h.d.Password}
 		open = func(ctx context.Context) (hub.Store, error) { return imaphub.Open(ctx, cfg) }
 	}
 	opts := func(name string) Options {
