@@ -206,7 +206,9 @@ func (d *Device) AddElement(c CollectionID, rec RecordID, field string, element 
 // RemoveElement removes element from a set field (§9.2): every add this
 // device has seen; a concurrent add wins.
 func (d *Device) RemoveElement(c CollectionID, rec RecordID, field string, element []byte) error {
-	return d.edit(c, func(eng *client.Device, c client.CollectionID) error { return eng.RemoveElement(c, rec, field, element) })
+	return d.edit(c, func(eng *client.Device, c client.CollectionID) error {
+		return eng.RemoveElement(c, rec, field, element)
+	})
 }
 
 // Delete deletes a record for good (§9.2 sticky tombstone, §12.3).
