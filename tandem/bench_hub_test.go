@@ -112,7 +112,7 @@ func BenchmarkFirstSync(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	cfg := imaphub.Config{Addr: hubAddr(h), User: h.user, Password: h.password}
+	cfg := imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
 	b.Run("anchor", func(b *testing.B) {
 		for b.Loop() {
 			rawFetchVerify(b, cfg, nil, firstSigs)
@@ -125,7 +125,7 @@ func BenchmarkFirstSync(b *testing.B) {
 	})
 }
 
-func hubAddr(h Hub) string { return fmt.Sprintf("%s:%d", h.host, h.port) }
+func hubAddr(h Hub) string { return fmt.Sprintf("%s:%d", h.d.Host, h.d.Port) }
 
 // BenchmarkNotify measures A's write → B's Changed under Run, next to a
 // bare Watch of the binding on the same account seeing A's append: on

@@ -130,7 +130,7 @@ func catchUpSource(b *testing.B) (Hub, string) {
 			return
 		}
 		d.Close()
-		s, err := imaphub.Open(ctx, imaphub.Config{Addr: hubAddr(h), User: h.user, Password: h.password})
+		s, err := imaphub.Open(ctx, imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password})
 		if err != nil {
 			catchErr = err
 			return
@@ -194,7 +194,7 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	cfg := imaphub.Config{Addr: hubAddr(h), User: h.user, Password: h.password}
+	cfg := imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
 	b.Run("anchor", func(b *testing.B) {
 		for b.Loop() {
 			rawFetchVerify(b, cfg, catchCursor, catchSigs)

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/devstore"
-	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // checkFiles checks, before anything is written, that the secret file and
@@ -50,7 +50,7 @@ func (d *Device) checkFiles(ctx context.Context, install *[32]byte) (repair bool
 	if install == nil {
 		return false, newErr(CodeDamaged, nil, "the identity file %s is missing: restore this device with your backup key to repair it (its unsent edits are kept)", secretPath)
 	}
-	if want := suite.NewIdentity(*install).UID; !bytes.Equal(uid, want[:]) {
+	if want := client.UserIDOf(*install); !bytes.Equal(uid, want[:]) {
 		return false, newErr(CodeWrongIdentity, nil, "%s belongs to another user than this backup key: restore into an empty directory", dbPath)
 	}
 	return true, nil

@@ -17,7 +17,6 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/devstore"
-	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // Files in a device directory.
@@ -132,7 +131,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Device, error) {
 // in dir, which must not hold a device yet, and opens it: a new device ID,
 // and home and every active membership are found at the next Sync.
 func Restore(ctx context.Context, dir, backupKey string, opts Options) (*Device, error) {
-	us, err := suite.ParseBackupKey(backupKey)
+	us, err := client.ParseBackupKey(backupKey)
 	if err != nil {
 		return nil, newErr(CodeBackupKey, err, "this backup key is not right: check each group of four and type it again")
 	}
@@ -224,8 +223,7 @@ func (d *Device) load(ctx context.Context, install *[32]byte) error {
 		return newErr(CodeStorage, err, "cannot open the device's database %s", filepath.Join(d.dir, dbFile))
 	}
 	d.db = db
-	id := suite.NewIdentity(d.us)
-	devID, err := d.deviceID(ctx, id.UID, created && !repair)
+	devID, err := d.deviceID(ctx, client.UserIDOf(d.us), created && !repair)
 	if err != nil {
 		return err
 	}
@@ -239,13 +237,13 @@ func (d *Device) load(ctx context.Context, install *[32]byte) error {
 		}
 	}
 	if created && !repair {
-		d.backupKey = suite.BackupKey(d.us)
+		d.backupKey = client.BackupKey(d.us)
 	}
 	return d.restore(ctx, devID)
 }
 
 // restore builds the engine from the database.
-func (d *Device) restore(ctx context.Context, devID suite.DeviceID) error {
+func (d *Device) restore(ctx context.Context, devID client.DeviceID) error {
 	hb, err := d.db.Meta(ctx, devstore.KeyHLC)
 	if err != nil {
 		return newErr(CodeStorage, err, "cannot read the device's database")
@@ -308,23 +306,23 @@ func (d *Device) loadSecret(install *[32]byte, repair bool) (bool, error) {
 
 // deviceID returns the device's ID, picking a new one when the secret was
 // newly installed (§5.3).
-func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (suite.DeviceID, error) {
+func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (client.DeviceID, error) {
 	storedUID, err := d.db.Meta(ctx, devstore.KeyUID)
 	if err != nil {
-		return suite.DeviceID{}, newErr(CodeStorage, err, "cannot read the device's database")
+		return client.DeviceID{}, newErr(CodeStorage, err, "cannot read the device's database")
 	}
 	if storedUID != nil && !bytes.Equal(storedUID, uid[:]) {
-		return suite.DeviceID{}, newErr(CodeWrongIdentity, nil, "the identity in %s does not match this device's data", d.dir)
+		return client.DeviceID{}, newErr(CodeWrongIdentity, nil, "the identity in %s does not match this device's data", d.dir)
 	}
 	if storedUID == nil && !created {
 		// The secret was here before, the data is not: a replaced or
 		// emptied database, never a fresh device (checkFiles).
-		return suite.DeviceID{}, newErr(CodeDamaged, nil, "%s holds no device data: put it back from a backup, or move the directory away and restore with your backup key", filepath.Join(d.dir, dbFile))
+		return client.DeviceID{}, newErr(CodeDamaged, nil, "%s holds no device data: put it back from a backup, or move the directory away and restore with your backup key", filepath.Join(d.dir, dbFile))
 	}
 	if b, _ := d.db.Meta(ctx, devstore.KeyDeviceID); len(b) == 8 && !created {
-		return suite.DeviceID(b), nil
+		return client.DeviceID(b), nil
 	}
-	var id suite.DeviceID
+	var id client.DeviceID
 	if _, err := rand.Read(id[:]); err != nil {
 		return id, newErr(CodeInternal, err, "no randomness for a device ID")
 	}
@@ -361,7 +359,7 @@ func (d *Device) BackupKey() (string, bool) {
 
 // ShowBackupKey returns the backup key on the user's request (§6.3: the
 // app puts it behind device authentication).
-func (d *Device) ShowBackupKey() string { return suite.BackupKey(d.us) }
+func (d *Device) ShowBackupKey() string { return client.BackupKey(d.us) }
 
 // SetHub connects the device to a hub (§13.1) and saves it. The next Sync
 // uses it. A different account than before is a move (§12.4 hub loss, or

@@ -21,6 +21,16 @@
 // name the collection's roster gives them, §1.1 goal 5; for someone no
 // longer a member, the last name its history gave them, with Removed set).
 //
+// # Collections
+//
+// A collection is named by its CollectionID (NewCollection, Collections),
+// which every per-collection method of Device takes first. Each of them
+// that returns an error reports a collection the device does not follow
+// the same way: an *Error with CodeNotFound. The queries without an error
+// (Requests, PendingLeaves, OpenInvites, Role, Removed, Membership,
+// WhyDeclined, ChangeInFlight) answer it with their zero value
+// (docs/decisions/tandem-collection-api.md).
+//
 // # The device directory
 //
 // The directory holds three files: secret (the 32-byte user secret US,

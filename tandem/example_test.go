@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/ferry-sync/ferry/tandem"
-	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 )
 
@@ -19,7 +18,7 @@ func Example() {
 	tmp, _ := os.MkdirTemp("", "tandem-example-")
 	defer os.RemoveAll(tmp)
 	srv := memhub.NewServer()
-	opts := tandem.Options{Name: "Jesper", Store: func(context.Context) (hub.Store, error) { return srv.Open(), nil }}
+	opts := tandem.Options{Name: "Jesper", Store: srv.Connect}
 
 	phone, err := tandem.Open(ctx, filepath.Join(tmp, "phone"), opts)
 	if err != nil {
@@ -50,7 +49,7 @@ func ExampleField_Conflict() {
 	tmp, _ := os.MkdirTemp("", "tandem-example-")
 	defer os.RemoveAll(tmp)
 	srv := memhub.NewServer()
-	opts := tandem.Options{Name: "Jesper", Store: func(context.Context) (hub.Store, error) { return srv.Open(), nil }}
+	opts := tandem.Options{Name: "Jesper", Store: srv.Connect}
 	a, _ := tandem.Open(ctx, filepath.Join(tmp, "a"), opts)
 	defer a.Close()
 	list, _ := a.NewCollection("Groceries")

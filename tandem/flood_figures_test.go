@@ -105,7 +105,7 @@ func newFloodScene(t *testing.T) *floodScene {
 		h := dovecotHub(t, "chloe") // emptied
 		// The flooder's appends are not rationed; the devices' are, as
 		// Open would (DefaultBudget).
-		cfg := imaphub.Config{Addr: h.host + ":" + strconv.Itoa(h.port), User: h.user, Password: h.password, Budget: DefaultBudget()}
+		cfg := imaphub.Config{Addr: h.d.Host + ":" + strconv.Itoa(h.d.Port), User: h.d.User, Password: h.d.Password, Budget: DefaultBudget()}
 		open = func(ctx context.Context) (hub.Store, error) { return imaphub.Open(ctx, cfg) }
 		flooder := cfg
 		flooder.Budget = hub.NewRateBudget(hub.Rate{}, hub.Rate{})

@@ -81,7 +81,7 @@ func floodHubs(t *testing.T) map[string]func(t *testing.T) *floodHub {
 		"dovecot": func(t *testing.T) *floodHub {
 			h := dovecotHub(t, "bruno") // emptied
 			return newFloodHub(t, func(ctx context.Context) (hub.Store, error) {
-				return imaphub.Open(ctx, imaphub.Config{Addr: h.host + ":" + strconv.Itoa(h.port), User: h.user, Password: h.password})
+				return imaphub.Open(ctx, imaphub.Config{Addr: h.d.Host + ":" + strconv.Itoa(h.d.Port), User: h.d.User, Password: h.d.Password})
 			})
 		},
 	}

@@ -61,7 +61,7 @@ func TestHubLossDovecotToCyrus(t *testing.T) {
 // and local data stays.
 func TestCredentialRejected(t *testing.T) {
 	good := dovecotHub(t, "ken")
-	bad := IMAPHub(good.host, good.port, good.user, "wrong")
+	bad := IMAPHub(good.d.Host, good.d.Port, good.d.User, "wrong")
 	d := openT(t, filepath.Join(t.TempDir(), "d"), Options{Hub: bad})
 	defer d.Close()
 	c, _ := d.NewCollection("Mine")

@@ -71,8 +71,8 @@ func (f *forwarder) start(t *testing.T, port int) {
 // network").
 func TestOfflineStartDovecot(t *testing.T) {
 	real := dovecotHub(t, "ken")
-	fw, port := newForwarder(t, net.JoinHostPort(real.host, strconv.Itoa(real.port)))
-	h := IMAPHub("127.0.0.1", port, real.user, real.password)
+	fw, port := newForwarder(t, net.JoinHostPort(real.d.Host, strconv.Itoa(real.d.Port)))
+	h := IMAPHub("127.0.0.1", port, real.d.User, real.d.Password)
 	d := openT(t, filepath.Join(t.TempDir(), "d"), Options{Name: "Offline", Hub: h})
 	defer d.Close()
 	c, _ := d.NewCollection("Made offline")

@@ -2,14 +2,15 @@ package tandem
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
-	"sync"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
-	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/pairing"
 )
 
 // The §13.3 messages of pairing.
@@ -24,37 +25,17 @@ const (
 // challenge, at most three per offer; approving one hands the identity to
 // that request's device and ends the offer. A PairingOffer is safe for
 // concurrent use; Close it when the QR code leaves the screen. The wire
-// details the spec leaves open: docs/decisions/tandem-pairing.md.
+// side is tandem/internal/pairing; the details the spec leaves open:
+// docs/decisions/tandem-pairing.md.
 type PairingOffer struct {
-	id      *suite.Identity
-	ch      *pairChannel
-	payload string
-	exp     time.Time
-
-	next sync.Mutex // serializes Next (and the channel reads)
-	mu   sync.Mutex // guards what follows
-	reqs map[[32]byte]*PairingRequest
-	// unposted holds requests whose challenge is not on the hub yet;
-	// queue, answered requests Next has not returned yet.
-	unposted   []*PairingRequest
-	queue      []*PairingRequest
-	approved   *PairingRequest
-	reply      hub.ID // the approved reply's message
-	closed     bool
-	cancelNext context.CancelFunc // ends a Next in progress (Close)
+	o *pairing.Offer
 }
 
 // PairingRequest is a device asking to be added (§6.3 step 1), already
 // answered with a challenge: the app shows "Add 'Name'? Code 483 920" and
 // approves only if the new device shows the same code.
 type PairingRequest struct {
-	o         *PairingOffer
-	name      string
-	ek        [32]byte
-	n         [16]byte // the challenge's nonce
-	code      string
-	challenge hub.ID // the message of its challenge
-	declined  bool   // guarded by o.mu
+	r *pairing.Request
 }
 
 // AddDevice starts pairing a new device (§6.3, §13.2 "Add a device"):
@@ -63,37 +44,32 @@ type PairingRequest struct {
 // of the offer's own. It needs the hub: an unreachable one gives
 // CodeOffline, and a device with none CodeNoHub.
 func (d *Device) AddDevice(ctx context.Context) (*PairingOffer, error) {
-	return d.addDevice(ctx, pairTTL)
+	return d.addDevice(ctx, pairing.TTL)
 }
 
 func (d *Device) addDevice(ctx context.Context, ttl time.Duration) (*PairingOffer, error) {
 	if _, err := d.engine(); err != nil {
 		return nil, err
 	}
-	pl := pairPayload{hub: d.Hub(), uid: d.eng.UID(), exp: time.Now().Add(ttl)}
-	if _, err := rand.Read(pl.p[:]); err != nil {
-		return nil, newErr(CodeInternal, err, "no randomness for a pairing code")
-	}
-	payload, err := pl.encode()
-	if err != nil {
-		return nil, newErr(CodeInternal, err, "cannot write the pairing code")
-	}
-	s, err := openPairStore(ctx, d.opts, pl.hub)
+	h := d.Hub()
+	s, err := openPairStore(ctx, d.opts, h)
 	if err != nil {
 		return nil, err
 	}
-	return &PairingOffer{
-		id: suite.NewIdentity(d.us), ch: newPairChannel(s, pl.p, d.log), payload: payload, exp: pl.exp,
-		reqs: map[[32]byte]*PairingRequest{},
-	}, nil
+	o, err := pairing.NewOffer(s, d.us, h.d, ttl, d.log)
+	if err != nil {
+		s.Close()
+		return nil, offerErr(err)
+	}
+	return &PairingOffer{o}, nil
 }
 
 // Payload is the text of the QR code to show. It holds the hub
 // credential (§6.3): show it only on this screen, for Expires.
-func (o *PairingOffer) Payload() string { return o.payload }
+func (o *PairingOffer) Payload() string { return o.o.Payload() }
 
 // Expires is when the QR code stops working (120 s after AddDevice).
-func (o *PairingOffer) Expires() time.Time { return o.exp }
+func (o *PairingOffer) Expires() time.Time { return o.o.Expires() }
 
 // Next waits for the next device asking to be added, answers it with a
 // signed challenge (§6.3 step 2) and returns it, its code computed. Only
@@ -101,138 +77,20 @@ func (o *PairingOffer) Expires() time.Time { return o.exp }
 // ignored. Next ends at the offer's expiry with CodeExpired (the §13.3
 // message), after an approval with CodePairing, or when ctx ends.
 func (o *PairingOffer) Next(ctx context.Context) (*PairingRequest, error) {
-	o.next.Lock()
-	defer o.next.Unlock()
-	if r, err := o.pop(); r != nil || err != nil {
-		return r, err
+	r, err := o.o.Next(ctx)
+	if err != nil {
+		return nil, offerErr(err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	o.mu.Lock()
-	o.cancelNext = cancel
-	o.mu.Unlock()
-	var got *PairingRequest
-	err := o.ch.wait(ctx, o.exp, func(msgs []pairMsg) (bool, error) {
-		if err := o.take(ctx, msgs); err != nil {
-			return false, err
-		}
-		var err error
-		got, err = o.pop()
-		return got != nil, err
-	})
-	switch {
-	case errors.Is(err, errPairDeadline):
-		return nil, newErr(CodeExpired, err, msgCodeExpired)
-	case err != nil:
-		if _, uerr := o.pop(); uerr != nil {
-			return nil, uerr // closed or approved meanwhile
-		}
-		if ctx.Err() != nil {
-			return nil, newErr(CodePairing, err, "pairing stopped")
-		}
-		return nil, err
-	}
-	return got, nil
-}
-
-// take answers the requests among msgs.
-func (o *PairingOffer) take(ctx context.Context, msgs []pairMsg) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.usable(); err != nil {
-		return err
-	}
-	for _, m := range msgs {
-		if m.kind == pairRequest {
-			if err := o.answer(m); err != nil {
-				return err
-			}
-		}
-	}
-	return o.flush(ctx)
-}
-
-// pop returns the first request Next has not returned yet, or the error
-// that ends the offer.
-func (o *PairingOffer) pop() (*PairingRequest, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.usable(); err != nil {
-		return nil, err
-	}
-	if len(o.queue) == 0 {
-		return nil, nil
-	}
-	r := o.queue[0]
-	o.queue = o.queue[1:]
-	return r, nil
-}
-
-// usable reports why the offer is over, if it is. o.mu is held.
-func (o *PairingOffer) usable() error {
-	switch {
-	case o.closed:
-		return newErr(CodePairing, nil, "this pairing was closed: start again with Add a device")
-	case o.approved != nil:
-		return newErr(CodePairing, nil, "a device was already added with this code: start again to add another")
-	case !time.Now().Before(o.exp):
-		return newErr(CodeExpired, nil, msgCodeExpired)
-	}
-	return nil
-}
-
-// answer takes a request not seen before, if the offer has answers left
-// (§6.3 step 2: at most three per QR code), and prepares its challenge.
-// o.mu is held.
-func (o *PairingOffer) answer(m pairMsg) error {
-	if _, dup := o.reqs[m.ek]; dup {
-		return nil // the same key asked again: it has its challenge
-	}
-	if len(o.reqs) >= maxPairChallenges {
-		o.ch.log.Warn("tandem: pairing request beyond the third for this code; not answered", "name", m.name)
-		return nil
-	}
-	r := &PairingRequest{o: o, name: m.name, ek: m.ek}
-	if _, err := rand.Read(r.n[:]); err != nil {
-		return newErr(CodeInternal, err, "no randomness for a pairing challenge")
-	}
-	r.code = suite.PairCode(o.ch.p.Secret, m.ek, r.n)
-	o.reqs[m.ek] = r
-	o.unposted = append(o.unposted, r)
-	return nil
-}
-
-// flush posts the prepared challenges. One that fails stays prepared,
-// with the same nonce, and is posted again at the next read, so a retry
-// after a lost answer shows the same code. Only a refused credential is
-// returned. o.mu is held.
-func (o *PairingOffer) flush(ctx context.Context) error {
-	for len(o.unposted) > 0 {
-		r := o.unposted[0]
-		c := pairMsg{kind: pairChallenge, ek: r.ek, n: r.n}
-		copy(c.sig[:], ed25519.Sign(o.id.SignKey, suite.PairChallengeSigInput(o.ch.p.Secret, r.ek, r.n)))
-		id, err := o.ch.post(ctx, c)
-		switch {
-		case err != nil && (CodeOf(err) == CodeAuth || CodeOf(err) == CodeInternal):
-			return err
-		case err != nil:
-			o.ch.log.Info("tandem: posting a pairing challenge failed; trying again", "err", err)
-			return nil
-		}
-		r.challenge = id
-		o.unposted = o.unposted[1:]
-		o.queue = append(o.queue, r)
-	}
-	return nil
+	return &PairingRequest{r}, nil
 }
 
 // Name is the name the new device gave (any text: whoever saw the QR code
 // can post a request under any name, §6.3).
-func (r *PairingRequest) Name() string { return r.name }
+func (r *PairingRequest) Name() string { return r.r.Name() }
 
 // Code is the six-digit code both devices show (§6.3 step 3). Approve only
 // if the new device shows the same.
-func (r *PairingRequest) Code() string { return r.code }
+func (r *PairingRequest) Code() string { return r.r.Code() }
 
 // Approve hands the identity to the requesting device (§6.3 step 4): the
 // user secret, HPKE-sealed to its one-time key, posted on the pairing
@@ -240,60 +98,223 @@ func (r *PairingRequest) Code() string { return r.code }
 // CodeExpired after the offer's expiry and CodePairing for a declined
 // request or an offer already used.
 func (r *PairingRequest) Approve(ctx context.Context) error {
-	o := r.o
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.usable(); err != nil {
-		return err
-	}
-	if r.declined {
-		return newErr(CodePairing, nil, "this request was declined")
-	}
-	sealed, err := suite.SealPairReply(o.id, r.ek)
-	if err != nil {
-		return newErr(CodePairing, err, "this device's pairing key is not usable: start again on the new device")
-	}
-	id, err := o.ch.post(ctx, pairMsg{kind: pairReply, ek: r.ek, sealed: sealed})
-	if err != nil {
-		return err
-	}
-	o.approved, o.reply = r, id
-	if o.cancelNext != nil {
-		o.cancelNext() // a Next waiting elsewhere ends: the offer is used
-	}
-	return nil
+	return offerErr(r.r.Approve(ctx))
 }
 
 // Decline refuses the request: it can no longer be approved. Nothing is
 // posted (§6.3 defines no refusal); the new device ends at the expiry.
-func (r *PairingRequest) Decline() {
-	r.o.mu.Lock()
-	defer r.o.mu.Unlock()
-	r.declined = true
-}
+func (r *PairingRequest) Decline() { r.r.Decline() }
 
 // Close ends the offer (a Next in progress returns CodePairing) and
 // removes its messages from the hub: all of them if nothing was approved;
 // after an approval all but the approved challenge and the reply, which
 // the new device removes once it has read them. Close is safe to call more
 // than once.
-func (o *PairingOffer) Close(ctx context.Context) error {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
+func (o *PairingOffer) Close(ctx context.Context) error { return o.o.Close(ctx) }
+
+// PairingJoin is the new device's side of pairing (§6.3 steps 1, 3 and 5):
+// the request posted with a one-time X25519 key, the code shown once the
+// challenge's signature checks against the user ID in the QR code, and the
+// identity installed when the showing device approves. A PairingJoin is
+// safe for concurrent use; Close it if the pairing is abandoned.
+type PairingJoin struct {
+	j    *pairing.Join
+	dir  string
+	opts Options
+}
+
+// JoinDevice starts adding this installation to the user who shows the
+// pairing QR code payload (§6.3 step 1): it reads the payload strictly,
+// refuses an expired one (CodeExpired, the §13.3 message) and one for
+// another hub than opts.Hub (CodeDifferentHub), makes a one-time key pair
+// and posts the request under opts.Name on the payload's hub. The identity
+// is installed in dir, which must not hold a device yet (CodeExists), by
+// Device. Nothing is written to dir before then. opts.Store, when set,
+// reaches the hub instead of the payload's descriptor; opts.Hub, when zero,
+// becomes the payload's hub.
+func JoinDevice(ctx context.Context, dir, payload string, opts Options) (*PairingJoin, error) {
+	pl, err := pairing.ParsePayload(payload)
+	if err != nil {
+		return nil, payloadErr(err)
+	}
+	if !time.Now().Before(pl.Exp) {
+		return nil, newErr(CodeExpired, nil, msgCodeExpired)
+	}
+	plHub := Hub{pl.Hub}
+	switch {
+	case !plHub.IsZero() && !opts.Hub.IsZero() && !opts.Hub.Same(plHub):
+		return nil, newErr(CodeDifferentHub, nil, msgOtherHub)
+	case opts.Hub.IsZero():
+		opts.Hub = plHub
+	}
+	if !pairing.NameOK(opts.Name) {
+		return nil, newErr(CodeInvalid, nil, "a device name must be under %d bytes, without control characters", pairing.MaxName)
+	}
+	if err := pairNoDevice(dir); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s, err := openPairStore(ctx, opts, opts.Hub)
+	if err != nil {
+		return nil, err
+	}
+	j, err := pairing.NewJoin(ctx, s, pl, opts.Name, opts.Logger)
+	if err != nil {
+		s.Close()
+		return nil, joinErr(err)
+	}
+	return &PairingJoin{j: j, dir: dir, opts: opts}, nil
+}
+
+// pairNoDevice checks that dir could receive a new device: its parent exists
+// and it holds no identity yet.
+func pairNoDevice(dir string) error {
+	if err := parentExists(dir); err != nil {
+		return err
+	}
+	_, err := os.Stat(filepath.Join(dir, secretFile))
+	switch {
+	case err == nil:
+		return newErr(CodeExists, nil, "%s already holds a device: use an empty directory", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return newErr(CodeStorage, err, "cannot read %s", dir)
+	}
+	return nil
+}
+
+// Expires is when the QR code stops working.
+func (j *PairingJoin) Expires() time.Time { return j.j.Payload().Exp }
+
+// Code waits for the showing device's challenge to this request and
+// returns the six-digit code to show (§6.3 step 3), only once the
+// challenge's signature checks against the user ID in the QR code. A
+// challenge to this request that does not check means someone put it in
+// the real one's place: Code then shows nothing and fails with
+// CodePairing. It fails with CodeExpired at the QR code's expiry.
+func (j *PairingJoin) Code(ctx context.Context) (string, error) {
+	code, err := j.j.Code(ctx)
+	return code, joinErr(err)
+}
+
+// Device waits for the showing device's approval (§6.3 steps 4 and 5),
+// after the code (it calls Code if the app has not), until shortly after
+// the QR code's expiry. The reply must hold the secret of the user ID in
+// the QR code; replies that don't are ignored. It then installs the
+// identity in dir with a device ID of its own (§5.3), removes the pairing
+// messages from the hub, and returns the open device: home and every
+// active membership are found at its next Sync. No approval in time gives
+// CodeExpired, and dir stays as it was.
+func (j *PairingJoin) Device(ctx context.Context) (*Device, error) {
+	var d *Device
+	err := j.j.Complete(ctx, func(secret [32]byte) error {
+		var err error
+		d, err = open(ctx, j.dir, j.opts, &secret)
+		return err
+	})
+	if err != nil {
+		return nil, joinErr(err)
+	}
+	return d, nil
+}
+
+// Close abandons the pairing (a Code or Device in progress returns
+// CodePairing): the request is removed from the hub and the connection
+// closed. After Device succeeded it does nothing.
+func (j *PairingJoin) Close(ctx context.Context) error { return j.j.Close(ctx) }
+
+// openPairStore opens a hub connection for a pairing session: the app's
+// own binding when given, else the hub descriptor.
+func openPairStore(ctx context.Context, opts Options, h Hub) (hub.Store, error) {
+	var s hub.Store
+	var err error
+	switch {
+	case opts.Store != nil:
+		s, err = opts.Store(ctx)
+	case h.IsZero():
+		return nil, newErr(CodeNoHub, nil, "no sync hub is connected yet: connect one first")
+	default:
+		s, err = h.open(ctx, budgetOf(opts), opts.RootCAs)
+	}
+	if err != nil {
+		return nil, pairHubErr(err)
+	}
+	if err := s.EnsureFolder(ctx); err != nil {
+		s.Close()
+		return nil, pairHubErr(err)
+	}
+	return s, nil
+}
+
+// offerErr and joinErr turn the pairing package's errors into *Error, on
+// the showing and the new device's side.
+func offerErr(err error) error {
+	if errors.Is(err, pairing.ErrClosed) {
+		return newErr(CodePairing, err, "this pairing was closed: start again with Add a device")
+	}
+	if errors.Is(err, pairing.ErrUsed) {
+		return newErr(CodePairing, err, "a device was already added with this code: start again to add another")
+	}
+	return pairErr(err)
+}
+
+func joinErr(err error) error {
+	if errors.Is(err, pairing.ErrClosed) {
+		return newErr(CodePairing, err, "this pairing was closed: scan a new code")
+	}
+	if errors.Is(err, pairing.ErrUsed) {
+		return newErr(CodePairing, err, "this device was already added")
+	}
+	return pairErr(err)
+}
+
+// pairErr translates what both sides share; a hub error goes through
+// pairHubErr.
+func pairErr(err error) error {
+	var e *Error
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, pairing.ErrExpired):
+		return newErr(CodeExpired, err, msgCodeExpired)
+	case errors.Is(err, pairing.ErrDeclined):
+		return newErr(CodePairing, err, "this request was declined")
+	case errors.Is(err, pairing.ErrInterfered):
+		return newErr(CodePairing, err, "someone interfered with this pairing, so no code can be trusted: start again on the other device")
+	case errors.Is(err, pairing.ErrBadKey):
+		return newErr(CodePairing, err, "this device's pairing key is not usable: start again on the new device")
+	case errors.Is(err, pairing.ErrStopped):
+		return newErr(CodePairing, err, "pairing stopped")
+	case errors.Is(err, pairing.ErrLocal):
+		return newErr(CodeInternal, err, "pairing failed on this device: start again")
 	}
-	o.closed = true
-	if o.cancelNext != nil {
-		o.cancelNext()
+	return pairHubErr(err)
+}
+
+// payloadErr turns a refused QR payload into an *Error.
+func payloadErr(err error) error {
+	switch {
+	case errors.Is(err, pairing.ErrNewerPayload):
+		return newErr(CodeInvalid, err, "this code for adding a device needs a newer version of Ferry")
+	case errors.Is(err, pairing.ErrPayloadHub):
+		return newErr(CodeInvalid, err, "this code for adding a device names no usable sync hub")
 	}
-	keep := map[hub.ID]bool{}
-	if o.approved != nil {
-		keep[o.approved.challenge], keep[o.reply] = true, true
+	return newErr(CodeInvalid, err, "this is not a code for adding a device")
+}
+
+// pairHubErr turns a hub error into an *Error, as Sync does.
+func pairHubErr(err error) error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, hub.ErrAuth):
+		return newErr(CodeAuth, err, msgAuth)
+	case offline(err):
+		return newErr(CodeOffline, err, msgOffline)
 	}
-	o.mu.Unlock()
-	o.next.Lock() // the Next in progress has returned
-	defer o.next.Unlock()
-	o.ch.destroy(ctx, keep)
-	return o.ch.store.Close()
+	return newErr(CodeOffline, err, "the sync hub gave an answer Ferry can't use: try again")
 }

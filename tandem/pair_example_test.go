@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/ferry-sync/ferry/tandem"
-	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 )
 
@@ -21,7 +20,7 @@ func ExampleDevice_AddDevice() {
 	tmp, _ := os.MkdirTemp("", "tandem-example-")
 	defer os.RemoveAll(tmp)
 	srv := memhub.NewServer()
-	store := func(context.Context) (hub.Store, error) { return srv.Open(), nil }
+	store := srv.Connect
 
 	phone, err := tandem.Open(ctx, filepath.Join(tmp, "phone"), tandem.Options{Name: "Jesper", Store: store})
 	if err != nil {

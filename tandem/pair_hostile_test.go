@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-sync/ferry/internal/realtest"
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
+	"github.com/ferry-sync/ferry/tandem/internal/pairing"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
@@ -22,45 +23,45 @@ import (
 // hub credential, so they can read, post and destroy on the pairing
 // channel, but they do not hold the user's key.
 type eavesdropper struct {
-	ch  *pairChannel
+	ch  *pairing.Channel
 	key ed25519.PrivateKey // their own signing key
 }
 
 func newEavesdropper(t *testing.T, s hub.Store, payload string) *eavesdropper {
 	t.Helper()
-	pl, err := parsePairPayload(payload)
+	pl, err := pairing.ParsePayload(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	return &eavesdropper{ch: newPairChannel(s, pl.p, quiet()), key: key}
+	return &eavesdropper{ch: pairing.NewChannel(s, pl.P, quiet()), key: key}
 }
 
 // all reads every message of the channel from the start, with its id.
-func (e *eavesdropper) all(t *testing.T) (map[hub.ID]pairMsg, error) {
+func (e *eavesdropper) all(t *testing.T) (map[hub.ID]pairing.Msg, error) {
 	t.Helper()
-	fresh := newPairChannel(e.ch.store, e.ch.p.Secret, quiet())
-	ch, err := fresh.store.Changes(t.Context(), nil)
+	fresh := pairing.NewChannel(e.ch.Store(), e.ch.Pairing().Secret, quiet())
+	ch, err := fresh.Store().Changes(t.Context(), nil)
 	if err != nil {
 		return nil, err
 	}
-	out := map[hub.ID]pairMsg{}
+	out := map[hub.ID]pairing.Msg{}
 	for _, a := range ch.Added {
-		if a.Channel != fresh.p.Tag {
+		if a.Channel != fresh.Pairing().Tag {
 			continue
 		}
-		bodies, err := fresh.store.Fetch(t.Context(), []hub.ID{a.ID})
+		bodies, err := fresh.Store().Fetch(t.Context(), []hub.ID{a.ID})
 		if err != nil {
 			return nil, err
 		}
-		if m, ok := fresh.open(bodies[0]); ok {
+		if m, ok := fresh.Open(bodies[0]); ok {
 			out[a.ID] = m
 		}
 	}
 	return out, nil
 }
 
-func (e *eavesdropper) count(t *testing.T, k pairKind) int {
+func (e *eavesdropper) count(t *testing.T, k pairing.Kind) int {
 	t.Helper()
 	msgs, err := e.all(t)
 	if err != nil {
@@ -68,7 +69,7 @@ func (e *eavesdropper) count(t *testing.T, k pairKind) int {
 	}
 	n := 0
 	for _, m := range msgs {
-		if m.kind == k {
+		if m.Kind == k {
 			n++
 		}
 	}
@@ -133,7 +134,7 @@ func testPairingCapturedQR(t *testing.T, n pairNet) {
 	defer offer.Close(ctx)
 	evilDir := filepath.Join(t.TempDir(), "evil")
 	evil := pairJoinT(t, n, evilDir, offer.Payload(), "Jesper's phone")
-	evil.slack = 0
+	evil.j.NoSlack()
 	real := pairJoinT(t, n, filepath.Join(t.TempDir(), "real"), offer.Payload(), "Jesper's phone")
 
 	reqs := map[string]*PairingRequest{}
@@ -172,8 +173,8 @@ func testPairingCapturedQR(t *testing.T, n pairNet) {
 		t.Fatal(err)
 	}
 	for _, m := range msgs {
-		if m.kind == pairReply {
-			if _, err := suite.OpenPairReply(evil.ek, evil.pl.uid, m.sealed); err == nil {
+		if m.Kind == pairing.KindReply {
+			if _, err := suite.OpenPairReply(evil.j.Key(), evil.j.Payload().UID, m.Sealed); err == nil {
 				t.Fatal("a reply on the channel opens with the attacker's key")
 			}
 		}
@@ -213,16 +214,16 @@ func testPairingReplacedChallenge(t *testing.T, n pairNet) {
 	}
 	var replaced int
 	for id, m := range msgs {
-		if m.kind != pairChallenge {
+		if m.Kind != pairing.KindChallenge {
 			continue
 		}
-		if err := ed.ch.store.Destroy(ctx, []hub.ID{id}); err != nil {
+		if err := ed.ch.Store().Destroy(ctx, []hub.ID{id}); err != nil {
 			t.Fatal(err)
 		}
-		forged := pairMsg{kind: pairChallenge, ek: m.ek}
-		rand.Read(forged.n[:])
-		copy(forged.sig[:], ed25519.Sign(ed.key, suite.PairChallengeSigInput(ed.ch.p.Secret, m.ek, forged.n)))
-		if _, err := ed.ch.post(ctx, forged); err != nil {
+		forged := pairing.Msg{Kind: pairing.KindChallenge, EK: m.EK}
+		rand.Read(forged.N[:])
+		copy(forged.Sig[:], ed25519.Sign(ed.key, suite.PairChallengeSigInput(ed.ch.Pairing().Secret, m.EK, forged.N)))
+		if _, err := ed.ch.Post(ctx, forged); err != nil {
 			t.Fatal(err)
 		}
 		replaced++
@@ -278,8 +279,8 @@ func testPairingFourthRequestUnanswered(t *testing.T, n pairNet) {
 		}
 	}
 	ed := newEavesdropper(t, n.raw, offer.Payload())
-	if answered != 3 || ed.count(t, pairChallenge) != 3 {
-		t.Fatalf("%d requests answered, %d challenges on the hub; want 3", answered, ed.count(t, pairChallenge))
+	if answered != 3 || ed.count(t, pairing.KindChallenge) != 3 {
+		t.Fatalf("%d requests answered, %d challenges on the hub; want 3", answered, ed.count(t, pairing.KindChallenge))
 	}
 }
 
@@ -298,17 +299,17 @@ func TestPairingRequestDuplicateKey(t *testing.T) {
 	ek := make([]byte, 32)
 	rand.Read(ek)
 	pt := []byte(`{"name":"laptop","ek":"` + pairB64(ek) + `","name":"Jesper's laptop"}`)
-	env, err := suite.SealEnvelope(suite.KindRequest, ed.ch.p.Key, ed.ch.p.Tag, pt, rand.Reader)
+	env, err := suite.SealEnvelope(suite.KindRequest, ed.ch.Pairing().Key, ed.ch.Pairing().Tag, pt, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ed.ch.store.Append(ctx, ed.ch.p.Tag, env); err != nil {
+	if _, err := ed.ch.Store().Append(ctx, ed.ch.Pairing().Tag, env); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := offer.Next(ctx); CodeOf(err) != CodeExpired {
 		t.Fatalf("Next with a duplicate-key request: %v %v, want nothing until the expiry", r, err)
 	}
-	if n := ed.count(t, pairChallenge); n != 0 {
+	if n := ed.count(t, pairing.KindChallenge); n != 0 {
 		t.Fatalf("%d challenges for a request with a duplicate key", n)
 	}
 }
@@ -336,11 +337,11 @@ func TestPairingForgedReplyIgnored(t *testing.T) {
 	ed := newEavesdropper(t, n.raw, offer.Payload())
 	var other [32]byte
 	rand.Read(other[:])
-	sealed, err := suite.SealPairReply(suite.NewIdentity(other), real.pub())
+	sealed, err := suite.SealPairReply(suite.NewIdentity(other), real.j.Pub())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ed.ch.post(ctx, pairMsg{kind: pairReply, ek: real.pub(), sealed: sealed}); err != nil {
+	if _, err := ed.ch.Post(ctx, pairing.Msg{Kind: pairing.KindReply, EK: real.j.Pub(), Sealed: sealed}); err != nil {
 		t.Fatal(err)
 	}
 	if err := req.Approve(ctx); err != nil {
@@ -377,13 +378,13 @@ func testPairingReplacedRequest(t *testing.T, n pairNet) {
 		t.Fatal(err)
 	}
 	for id := range msgs {
-		if err := ed.ch.store.Destroy(ctx, []hub.ID{id}); err != nil {
+		if err := ed.ch.Store().Destroy(ctx, []hub.ID{id}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	evilDir := filepath.Join(t.TempDir(), "evil")
 	evil := pairJoinT(t, n, evilDir, offer.Payload(), "tablet")
-	evil.slack = 0
+	evil.j.NoSlack()
 	req, err := offer.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +440,7 @@ func TestPairingChallengeRetried(t *testing.T) {
 	if err != nil || code != req.Code() {
 		t.Fatalf("code after a retried challenge: %q %v, offered %q", code, err, req.Code())
 	}
-	if c := newEavesdropper(t, srv.Open(), offer.Payload()).count(t, pairChallenge); c != 1 {
+	if c := newEavesdropper(t, srv.Open(), offer.Payload()).count(t, pairing.KindChallenge); c != 1 {
 		t.Fatalf("%d challenges on the hub, want 1", c)
 	}
 }

@@ -1,16 +1,12 @@
 package tandem
 
 import (
-	"bytes"
 	"crypto/rand"
 	"errors"
 	"slices"
 	"strings"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
-	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // UserID is a user's ID: their public signing key (§5.3).
@@ -19,7 +15,7 @@ type UserID [32]byte
 // String shows the ID as §5.3 says: the first 20 bytes in b32, in groups
 // of four.
 func (u UserID) String() string {
-	s := suite.B32(u[:20])
+	s := client.B32(u[:20])
 	var g []string
 	for i := 0; i < len(s); i += 4 {
 		g = append(g, s[i:min(i+4, len(s))])
@@ -31,11 +27,11 @@ func (u UserID) String() string {
 type CollectionID [16]byte
 
 // String is the ID in b32 (§5.2).
-func (c CollectionID) String() string { return suite.B32(c[:]) }
+func (c CollectionID) String() string { return client.B32(c[:]) }
 
 // ParseCollectionID reads CollectionID.String's form.
 func ParseCollectionID(s string) (CollectionID, error) {
-	b, err := suite.ParseB32(s)
+	b, err := client.ParseB32(s)
 	if err != nil || len(b) != 16 {
 		return CollectionID{}, newErr(CodeInvalid, err, "%q is not a list ID", s)
 	}
@@ -46,11 +42,11 @@ func ParseCollectionID(s string) (CollectionID, error) {
 type RecordID [16]byte
 
 // String is the ID in b32.
-func (r RecordID) String() string { return suite.B32(r[:]) }
+func (r RecordID) String() string { return client.B32(r[:]) }
 
 // ParseRecordID reads RecordID.String's form.
 func ParseRecordID(s string) (RecordID, error) {
-	b, err := suite.ParseB32(s)
+	b, err := client.ParseB32(s)
 	if err != nil || len(b) != 16 {
 		return RecordID{}, newErr(CodeInvalid, err, "%q is not an item ID", s)
 	}
@@ -152,11 +148,15 @@ func (d *Device) Collections() []CollectionID {
 // Name returns a collection's name from its _meta record (§7.3): one
 // value, or several after concurrent renames.
 func (d *Device) Name(c CollectionID) ([]Value, error) {
-	var out []Value
-	err := d.view(c, func(s *record.State, r *roster.Roster) {
-		out = values(s, newAuthors(r), roster.MetaRecordID(), client.MetaNameField)
-	})
-	return out, err
+	eng, err := d.collection(c)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := eng.NameValues(client.CollectionID(c))
+	if err != nil {
+		return nil, d.collErr(err)
+	}
+	return valuesOf(vs), nil
 }
 
 // Rename renames a collection (only its owner may, §8.3).
@@ -164,7 +164,7 @@ func (d *Device) Rename(c CollectionID, name string) error {
 	if err := d.renameErr(c); err != nil {
 		return err
 	}
-	return d.write(c, record.Change{Record: roster.MetaRecordID(), Field: client.MetaNameField, Op: suite.OpAssign, Value: []byte(name)})
+	return d.edit(c, func(eng *client.Device, c client.CollectionID) error { return eng.Rename(c, name) })
 }
 
 // NewRecord creates a record with initial register fields (§9.5) and
@@ -190,7 +190,7 @@ func (d *Device) NewRecord(c CollectionID, fields map[string][]byte) (RecordID, 
 // Set assigns value to a register field (§9.2). The write is durable when
 // Set returns.
 func (d *Device) Set(c CollectionID, rec RecordID, field string, value []byte) error {
-	return d.write(c, record.Change{Record: rec, Field: field, Op: suite.OpAssign, Value: value})
+	return d.edit(c, func(eng *client.Device, c client.CollectionID) error { return eng.SetField(c, rec, field, value) })
 }
 
 // SetString is Set with a text value.
@@ -200,26 +200,29 @@ func (d *Device) SetString(c CollectionID, rec RecordID, field, value string) er
 
 // AddElement adds element to a set field (§9.2).
 func (d *Device) AddElement(c CollectionID, rec RecordID, field string, element []byte) error {
-	return d.write(c, record.Change{Record: rec, Field: field, Op: suite.OpAdd, Element: element})
+	return d.edit(c, func(eng *client.Device, c client.CollectionID) error { return eng.AddElement(c, rec, field, element) })
 }
 
 // RemoveElement removes element from a set field (§9.2): every add this
 // device has seen; a concurrent add wins.
 func (d *Device) RemoveElement(c CollectionID, rec RecordID, field string, element []byte) error {
-	return d.write(c, record.Change{Record: rec, Field: field, Op: suite.OpRemove, Element: element})
+	return d.edit(c, func(eng *client.Device, c client.CollectionID) error {
+		return eng.RemoveElement(c, rec, field, element)
+	})
 }
 
 // Delete deletes a record for good (§9.2 sticky tombstone, §12.3).
 func (d *Device) Delete(c CollectionID, rec RecordID) error {
-	return d.write(c, record.Change{Record: rec, Op: suite.OpDelete})
+	return d.edit(c, func(eng *client.Device, c client.CollectionID) error { return eng.DeleteRecord(c, rec) })
 }
 
-func (d *Device) write(c CollectionID, ch record.Change) error {
+// edit runs one local write on the engine and wakes Run's publisher.
+func (d *Device) edit(c CollectionID, write func(*client.Device, client.CollectionID) error) error {
 	eng, err := d.engine()
 	if err != nil {
 		return err
 	}
-	if _, err := eng.Write(client.CollectionID(c), ch); err != nil {
+	if err := write(eng, client.CollectionID(c)); err != nil {
 		return d.editErr(err)
 	}
 	d.notifyLocal()
@@ -230,8 +233,8 @@ func (d *Device) write(c CollectionID, ch record.Change) error {
 func (d *Device) editErr(err error) error {
 	switch {
 	case errors.Is(err, client.ErrUnknownCollection):
-		return newErr(CodeNotFound, err, "no such list on this device")
-	case errors.Is(err, roster.ErrMetaNotOwner):
+		return d.collErr(err)
+	case errors.Is(err, client.ErrMetaNotOwner):
 		return newErr(CodeNotWritable, err, "only the list's owner can rename it")
 	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "not the owner or a writer"):
 		return newErr(CodeNotWritable, err, "you can only read this list")
@@ -239,7 +242,7 @@ func (d *Device) editErr(err error) error {
 		return newErr(CodeNotWritable, err, "this list was deleted by its owner; it stays readable here")
 	case errors.Is(err, client.ErrNotWritable) && strings.Contains(err.Error(), "dead"):
 		return newErr(CodeNotWritable, err, "this list can't sync any more: copy it to a new list")
-	case errors.Is(err, record.ErrDeleted):
+	case errors.Is(err, client.ErrRecordDeleted):
 		return newErr(CodeNotWritable, err, "this item was deleted")
 	case errors.Is(err, client.ErrNotWritable):
 		return newErr(CodeNotWritable, err, "this list can't be changed now")
@@ -247,8 +250,7 @@ func (d *Device) editErr(err error) error {
 		return newErr(CodeTooLarge, err, "this value is too large to sync (keep it under 64 KiB)")
 	case errors.Is(err, client.ErrBroken):
 		return newErr(CodeStorage, err, "the device's disk failed: close and reopen it")
-	case errors.Is(err, record.ErrMalformed), errors.Is(err, record.ErrField), errors.Is(err, record.ErrReservedField),
-		errors.Is(err, record.ErrNamedDelete), errors.Is(err, record.ErrOpShape):
+	case errors.Is(err, client.ErrInvalidChange):
 		return newErr(CodeInvalid, err, "this change is not allowed")
 	}
 	if strings.Contains(err.Error(), "disk is full") {
@@ -259,111 +261,51 @@ func (d *Device) editErr(err error) error {
 
 // Record returns one record.
 func (d *Device) Record(c CollectionID, id RecordID) (Record, error) {
-	var out Record
-	var found bool
-	err := d.view(c, func(s *record.State, r *roster.Roster) {
-		for rec := range s.Records() {
-			if rec == id {
-				out, found = readRecord(s, r, rec), true
-			}
-		}
-	})
-	if err == nil && !found {
-		return out, newErr(CodeNotFound, nil, "no such item in this list")
+	eng, err := d.collection(c)
+	if err != nil {
+		return Record{}, err
 	}
-	return out, err
+	r, ok, err := eng.ReadRecord(client.CollectionID(c), id)
+	switch {
+	case err != nil:
+		return Record{}, d.collErr(err)
+	case !ok:
+		return Record{}, newErr(CodeNotFound, nil, "no such item in this list")
+	}
+	return recordOf(r), nil
 }
 
 // Records returns every record of a collection except the reserved ones
 // (_meta), sorted by ID; deleted records are included with Deleted set.
 func (d *Device) Records(c CollectionID) ([]Record, error) {
+	eng, err := d.collection(c)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := eng.ReadRecords(client.CollectionID(c))
+	if err != nil {
+		return nil, d.collErr(err)
+	}
 	var out []Record
-	err := d.view(c, func(s *record.State, r *roster.Roster) {
-		meta, names := roster.MetaRecordID(), newAuthors(r)
-		for rec := range s.Records() {
-			if rec != meta {
-				out = append(out, readRecordBy(s, r, names, rec))
-			}
-		}
-	})
-	slices.SortFunc(out, func(a, b Record) int { return bytes.Compare(a.ID[:], b.ID[:]) })
-	return out, err
+	for _, r := range rs {
+		out = append(out, recordOf(r))
+	}
+	return out, nil
 }
 
-func (d *Device) view(c CollectionID, fn func(*record.State, *roster.Roster)) error {
-	eng, err := d.engine()
-	if err != nil {
-		return err
-	}
-	err = eng.View(client.CollectionID(c), func(s *record.State, r *roster.Roster, _ roster.Status) { fn(s, r) })
-	if err != nil {
-		return newErr(CodeNotFound, err, "no such list on this device")
-	}
-	return nil
-}
-
-func readRecord(s *record.State, r *roster.Roster, rec [16]byte) Record {
-	return readRecordBy(s, r, newAuthors(r), rec)
-}
-
-func readRecordBy(s *record.State, r *roster.Roster, names *authors, rec [16]byte) Record {
-	var epoch uint64
-	if r != nil {
-		epoch, _ = r.Counter(r.Head().ID())
-	}
-	out := Record{ID: RecordID(rec), Deleted: s.Deleted(rec), Fields: map[string]Field{}}
-	for _, f := range s.Fields(rec) {
-		if strings.HasPrefix(f, "_") {
-			continue
-		}
-		fl := Field{Values: values(s, names, rec, f), Elements: s.Members(rec, f)}
-		fl.Unsettleable = s.Unsettleable(record.Change{Record: rec, Field: f, Op: suite.OpAssign}, epoch)
-		out.Fields[f] = fl
+func recordOf(r client.Record) Record {
+	out := Record{ID: RecordID(r.ID), Deleted: r.Deleted, Fields: make(map[string]Field, len(r.Fields))}
+	for name, f := range r.Fields {
+		out.Fields[name] = Field{Values: valuesOf(f.Values), Elements: f.Elements, Unsettleable: f.Unsettleable}
 	}
 	return out
 }
 
-func values(s *record.State, names *authors, rec [16]byte, field string) []Value {
+func valuesOf(vs []client.Value) []Value {
 	var out []Value
-	for _, v := range s.Values(rec, field) {
-		out = append(out, Value{Bytes: v.Value, Author: names.of(v.Author), Device: v.Dot.Device})
+	for _, v := range vs {
+		a := Author{User: UserID(v.Author.User), Name: v.Author.Name, Removed: v.Author.Removed}
+		out = append(out, Value{Bytes: v.Bytes, Author: a, Device: v.Device})
 	}
-	slices.SortFunc(out, func(a, b Value) int { return bytes.Compare(a.Bytes, b.Bytes) })
 	return out
-}
-
-// authors names users as a roster does: a member by their entry; a user
-// the roster no longer lists by the last entry its history gave them,
-// marked Removed. The history is read once, at the first such user.
-type authors struct {
-	r    *roster.Roster
-	past map[[32]byte]string
-}
-
-func newAuthors(r *roster.Roster) *authors { return &authors{r: r} }
-
-func (n *authors) of(uid [32]byte) Author {
-	a := Author{User: UserID(uid)}
-	if n.r == nil {
-		return a
-	}
-	if m, ok := n.r.State().Member(uid); ok {
-		a.Name = m.Name
-		return a
-	}
-	if n.past == nil {
-		n.past = map[[32]byte]string{}
-		sts := n.r.Statements()
-		for i := len(sts) - 1; i >= 0; i-- {
-			for _, m := range sts[i].State().Members {
-				if _, seen := n.past[m.UID]; !seen {
-					n.past[m.UID] = m.Name
-				}
-			}
-		}
-	}
-	if name, ok := n.past[uid]; ok {
-		a.Name, a.Removed = name, true
-	}
-	return a
 }

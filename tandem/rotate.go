@@ -54,7 +54,7 @@ func (d *Device) MakePrivate(ctx context.Context, c CollectionID) error {
 // reports how many it closed; the next Sync tells the owner's other
 // devices.
 func (d *Device) CloseInvites(c CollectionID) (int, error) {
-	eng, err := d.engine()
+	eng, err := d.collection(c)
 	if err != nil {
 		return 0, err
 	}
@@ -235,7 +235,7 @@ func (d *Device) ChangeInFlight(c CollectionID) (string, bool) {
 // far enough (its change is not on the hub), it fails with CodeInFlight:
 // the user can make the change here instead, after DiscardChange.
 func (d *Device) FinishChange(ctx context.Context, c CollectionID) error {
-	eng, err := d.engine()
+	eng, err := d.collection(c)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (d *Device) FinishChange(ctx context.Context, c CollectionID) error {
 // DiscardChange discards the change another device left in flight, with
 // the user's consent (§11.7); that device drops it when it returns.
 func (d *Device) DiscardChange(ctx context.Context, c CollectionID) error {
-	eng, err := d.engine()
+	eng, err := d.collection(c)
 	if err != nil {
 		return err
 	}

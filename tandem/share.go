@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
 )
 
 // Role is a member's role in a collection (§8.1).
@@ -66,13 +64,13 @@ func (d *Device) Invite(c CollectionID, o InviteOptions) (Invite, error) {
 	if err != nil {
 		return Invite{}, err
 	}
-	p := client.InvitePolicy{Role: roster.RoleWriter, AutoApprove: !o.Link, MaxUses: 1}
+	p := client.InvitePolicy{Role: client.RoleWriter, AutoApprove: !o.Link, MaxUses: 1}
 	life := 10 * time.Minute
 	if o.Link {
 		p.MaxUses, life = 0, 7*24*time.Hour
 	}
 	if o.Role == RoleReader {
-		p.Role = roster.RoleReader
+		p.Role = client.RoleReader
 	} else if o.Role != "" && o.Role != RoleWriter {
 		return Invite{}, newErr(CodeInvalid, nil, "an invite admits a writer or a reader")
 	}
@@ -253,16 +251,19 @@ type Member struct {
 
 // Members lists collection c's members.
 func (d *Device) Members(c CollectionID) ([]Member, error) {
+	eng, err := d.collection(c)
+	if err != nil {
+		return nil, err
+	}
+	v, err := eng.RosterView(client.CollectionID(c))
+	if err != nil {
+		return nil, d.collErr(err)
+	}
 	var out []Member
-	err := d.view(c, func(_ *record.State, r *roster.Roster) {
-		if r == nil {
-			return
-		}
-		for _, m := range r.State().Members {
-			out = append(out, Member{User: UserID(m.UID), Name: m.Name, Role: Role(m.Role)})
-		}
-	})
-	return out, err
+	for _, m := range v.Members {
+		out = append(out, Member{User: UserID(m.User), Name: m.Name, Role: Role(m.Role)})
+	}
+	return out, nil
 }
 
 // Role returns the user's role in collection c ("" while not listed).

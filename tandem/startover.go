@@ -9,8 +9,6 @@ import (
 	"slices"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
 )
 
 // StartedOver is what StartOver did.
@@ -92,20 +90,20 @@ func (d *Device) planStartOver(eng *client.Device) startOverPlan {
 	var p startOverPlan
 	uid := eng.UID()
 	for _, c := range d.Collections() {
-		eng.View(client.CollectionID(c), func(_ *record.State, r *roster.Roster, _ roster.Status) {
-			switch {
-			case r == nil:
-				p.others = append(p.others, c)
-			case r.State().Deleted:
-			case r.Owner() == uid:
-				p.own = append(p.own, c)
-				if m, ok := r.State().Member(uid); ok && p.name == "" {
-					p.name = m.Name
-				}
-			default:
-				p.others = append(p.others, c)
+		v, err := eng.RosterView(client.CollectionID(c))
+		switch {
+		case err != nil:
+		case !v.Followed:
+			p.others = append(p.others, c)
+		case v.Deleted:
+		case v.Owner == uid:
+			p.own = append(p.own, c)
+			if m, ok := v.Member(uid); ok && p.name == "" {
+				p.name = m.Name
 			}
-		})
+		default:
+			p.others = append(p.others, c)
+		}
 	}
 	// Of others' collections, those the user is in or has asked to join;
 	// not those they left or were removed from.

@@ -130,9 +130,7 @@ func chooseHub(f demoFlags) (demoHub, error) {
 		}}, nil
 	}
 	srv := memhub.NewServer()
-	return demoHub{name: "memhub (in memory)", open: func(context.Context) (hub.Store, error) {
-		return srv.Open(), nil
-	}}, nil
+	return demoHub{name: "memhub (in memory)", open: srv.Connect}, nil
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {

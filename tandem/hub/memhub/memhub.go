@@ -52,6 +52,10 @@ func NewServer() *Server {
 // Open returns a new connection to the account.
 func (s *Server) Open() *Store { return &Store{srv: s, closed: make(chan struct{})} }
 
+// Connect is Open in the form tandem.Options.Store takes: an app (or an
+// Example) passes srv.Connect to reach this account.
+func (s *Server) Connect(context.Context) (hub.Store, error) { return s.Open(), nil }
+
 // Inject stores raw, a complete RFC 5322 message, in folder as a server or
 // another client might have stored it (any charset or transfer encoding),
 // and returns its id.

@@ -20,6 +20,11 @@
 //     implementation; the hub package only stores messages.
 //   - Persistence (persist.go): a device's state survives its process
 //     through the device store (tandem/internal/devstore).
+//   - What package tandem reads and writes through (recordview.go,
+//     rosterview.go, identity.go): records, values and authors, a
+//     collection's roster and the user's identity in plain types, and the
+//     write methods, so that the public package reaches this engine only,
+//     never tandem/internal/record, roster or suite.
 //
 // # How a sync works
 //

@@ -1,9 +1,10 @@
-package tandem
+package pairing
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,13 +23,10 @@ const (
 	pairIOTimeout  = 30 * time.Second
 )
 
-// errPairDeadline ends a wait that reached its deadline.
-var errPairDeadline = errors.New("tandem: pairing deadline reached")
-
-// pairChannel is one side's view of a pairing channel (§5.6: kind-3
+// Channel is one side's view of a pairing channel (§5.6: kind-3
 // envelopes keyed from P) on a hub connection of its own, outside the sync
 // engine. Reads are serialized by its owner; posts may run alongside.
-type pairChannel struct {
+type Channel struct {
 	store hub.Store
 	p     *suite.Pairing
 	log   *slog.Logger
@@ -41,62 +39,33 @@ type pairChannel struct {
 	full   bool            // maxPairBytes reached: logged once
 }
 
-func newPairChannel(s hub.Store, p [32]byte, log *slog.Logger) *pairChannel {
-	return &pairChannel{store: s, p: suite.NewPairing(p), log: log, seen: map[hub.ID]bool{}, mine: map[hub.ID]bool{}}
+func NewChannel(s hub.Store, p [32]byte, log *slog.Logger) *Channel {
+	return &Channel{store: s, p: suite.NewPairing(p), log: log, seen: map[hub.ID]bool{}, mine: map[hub.ID]bool{}}
 }
 
-// openPairStore opens a hub connection for a pairing session: the app's
-// own binding when given, else the hub descriptor.
-func openPairStore(ctx context.Context, opts Options, h Hub) (hub.Store, error) {
-	var s hub.Store
-	var err error
-	switch {
-	case opts.Store != nil:
-		s, err = opts.Store(ctx)
-	case h.IsZero():
-		return nil, newErr(CodeNoHub, nil, "no sync hub is connected yet: connect one first")
-	default:
-		s, err = h.open(ctx, budgetOf(opts), opts.RootCAs)
-	}
+// Store is the channel's hub connection.
+func (c *Channel) Store() hub.Store { return c.store }
+
+// Pairing is the channel's secret, key and tag (§5.6).
+func (c *Channel) Pairing() *suite.Pairing { return c.p }
+
+// Post seals m as a kind-3 envelope of the channel and appends it. A
+// failure to write or seal wraps ErrLocal; the hub's errors are returned
+// as it gave them.
+func (c *Channel) Post(ctx context.Context, m Msg) (hub.ID, error) {
+	pt, err := m.Encode()
 	if err != nil {
-		return nil, pairHubErr(err)
-	}
-	if err := s.EnsureFolder(ctx); err != nil {
-		s.Close()
-		return nil, pairHubErr(err)
-	}
-	return s, nil
-}
-
-// pairHubErr turns a hub error into an *Error, as Sync does.
-func pairHubErr(err error) error {
-	var e *Error
-	switch {
-	case errors.As(err, &e):
-		return e
-	case errors.Is(err, hub.ErrAuth):
-		return newErr(CodeAuth, err, msgAuth)
-	case offline(err):
-		return newErr(CodeOffline, err, msgOffline)
-	}
-	return newErr(CodeOffline, err, "the sync hub gave an answer Ferry can't use: try again")
-}
-
-// post seals m as a kind-3 envelope of the channel and appends it.
-func (c *pairChannel) post(ctx context.Context, m pairMsg) (hub.ID, error) {
-	pt, err := m.encode()
-	if err != nil {
-		return "", newErr(CodeInternal, err, "cannot write a pairing message")
+		return "", fmt.Errorf("%w: cannot write a pairing message: %w", ErrLocal, err)
 	}
 	env, err := suite.SealEnvelope(suite.KindRequest, c.p.Key, c.p.Tag, pt, rand.Reader)
 	if err != nil {
-		return "", newErr(CodeInternal, err, "cannot seal a pairing message")
+		return "", fmt.Errorf("%w: cannot seal a pairing message: %w", ErrLocal, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
 	defer cancel()
 	id, err := c.store.Append(ctx, c.p.Tag, env)
 	if err != nil {
-		return "", pairHubErr(err)
+		return "", err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -105,7 +74,7 @@ func (c *pairChannel) post(ctx context.Context, m pairMsg) (hub.ID, error) {
 }
 
 // destroyMine removes the messages this side posted (best effort).
-func (c *pairChannel) destroyMine(ctx context.Context) {
+func (c *Channel) destroyMine(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
 	defer cancel()
 	c.mu.Lock()
@@ -118,7 +87,7 @@ func (c *pairChannel) destroyMine(ctx context.Context) {
 		return
 	}
 	if err := c.store.Destroy(ctx, ids); err != nil {
-		c.log.Info("tandem: pairing messages left on the hub", "n", len(ids), "err", err)
+		c.log.Info("pairing: messages left on the hub", "n", len(ids), "err", err)
 	}
 }
 
@@ -126,7 +95,7 @@ func (c *pairChannel) destroyMine(ctx context.Context) {
 // posted by the other side or anyone else holding P. Messages that do not
 // open or parse are logged and skipped: anyone who saw the QR code can post
 // here (§6.3).
-func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
+func (c *Channel) read(ctx context.Context) ([]Msg, error) {
 	c.mu.Lock()
 	cur := c.cursor
 	c.mu.Unlock()
@@ -135,7 +104,7 @@ func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
 		return nil, err
 	}
 	ids, sizes := c.fresh(ch.Added)
-	var out []pairMsg
+	var out []Msg
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), pairFetchBatch)]
 		ids = ids[len(batch):]
@@ -146,7 +115,7 @@ func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
 		}
 		for _, b := range bodies {
 			c.charge(int64(len(b.Envelope)) - sizes[b.ID]) // what the size Changes gave did not cover
-			if m, ok := c.open(b); ok {
+			if m, ok := c.Open(b); ok {
 				out = append(out, m)
 			}
 		}
@@ -164,7 +133,7 @@ func (c *pairChannel) read(ctx context.Context) ([]pairMsg, error) {
 // any pairing message is passed over without being downloaded, and a
 // session downloads at most maxPairBytes. Its time is bounded by the
 // offer's lifetime (§6.3: 120 s).
-func (c *pairChannel) fresh(added []hub.Added) ([]hub.ID, map[hub.ID]int64) {
+func (c *Channel) fresh(added []hub.Added) ([]hub.ID, map[hub.ID]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var ids []hub.ID
@@ -176,12 +145,12 @@ func (c *pairChannel) fresh(added []hub.Added) ([]hub.ID, map[hub.ID]int64) {
 		c.seen[a.ID] = true
 		switch {
 		case a.Size > maxPairMsgSize:
-			c.log.Debug("tandem: pairing channel: a message too large to be a pairing message, not downloaded", "id", a.ID, "size", a.Size)
+			c.log.Debug("pairing: channel: a message too large to be a pairing message, not downloaded", "id", a.ID, "size", a.Size)
 			continue
 		case c.spent+max(a.Size, 0) > maxPairBytes:
 			if !c.full {
 				c.full = true
-				c.log.Warn("tandem: pairing channel flooded; further messages ignored", "limit bytes", maxPairBytes)
+				c.log.Warn("pairing: channel flooded; further messages ignored", "limit bytes", maxPairBytes)
 			}
 			continue
 		}
@@ -193,7 +162,7 @@ func (c *pairChannel) fresh(added []hub.Added) ([]hub.ID, map[hub.ID]int64) {
 }
 
 // charge counts n more downloaded bytes against maxPairBytes.
-func (c *pairChannel) charge(n int64) {
+func (c *Channel) charge(n int64) {
 	if n <= 0 {
 		return
 	}
@@ -202,7 +171,7 @@ func (c *pairChannel) charge(n int64) {
 	c.mu.Unlock()
 }
 
-func (c *pairChannel) unsee(ids []hub.ID) {
+func (c *Channel) unsee(ids []hub.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {
@@ -210,33 +179,35 @@ func (c *pairChannel) unsee(ids []hub.ID) {
 	}
 }
 
-func (c *pairChannel) open(b hub.Body) (pairMsg, bool) {
+// Open reads one fetched message of the channel; one that does not open
+// or parse is logged and reported not ok.
+func (c *Channel) Open(b hub.Body) (Msg, bool) {
 	if b.Err != nil {
-		return pairMsg{}, false
+		return Msg{}, false
 	}
 	kind, pt, err := suite.OpenEnvelope(c.p.Key, c.p.Tag, b.Envelope)
 	if err == nil && kind != suite.KindRequest {
 		err = errors.New("not a kind-3 envelope")
 	}
-	var m pairMsg
+	var m Msg
 	if err == nil {
-		m, err = parsePairMsg(pt)
+		m, err = ParseMsg(pt)
 	}
 	if err != nil {
-		c.log.Warn("tandem: pairing message ignored", "id", b.ID, "err", err)
-		return pairMsg{}, false
+		c.log.Warn("pairing: message ignored", "id", b.ID, "err", err)
+		return Msg{}, false
 	}
 	return m, true
 }
 
 // wait reads the channel until step reports done or fails, or until the
-// deadline (errPairDeadline) or ctx ends. It watches the hub meanwhile and
+// deadline (errDeadline) or ctx ends. It watches the hub meanwhile and
 // reads again on every notification, and every pairPoll in any case. The
 // channel is read at least once, even past the deadline.
 // A read that fails is retried; if the last one failed when time runs
 // out, its error is returned instead. Its watch goroutine has ended when
 // wait returns.
-func (c *pairChannel) wait(ctx context.Context, until time.Time, step func([]pairMsg) (bool, error)) error {
+func (c *Channel) wait(ctx context.Context, until time.Time, step func([]Msg) (bool, error)) error {
 	wctx, stop := context.WithDeadline(ctx, until)
 	kick := make(chan struct{}, 1)
 	done := make(chan struct{})
@@ -249,9 +220,9 @@ func (c *pairChannel) wait(ctx context.Context, until time.Time, step func([]pai
 		msgs, err := c.readFor(ctx)
 		switch {
 		case errors.Is(err, hub.ErrAuth):
-			return pairHubErr(err)
+			return err
 		case err != nil && ctx.Err() == nil:
-			c.log.Info("tandem: reading the pairing channel failed; trying again", "err", err)
+			c.log.Info("pairing: reading the channel failed; trying again", "err", err)
 		}
 		lastErr = err
 		if ok, err := step(msgs); ok || err != nil {
@@ -263,9 +234,9 @@ func (c *pairChannel) wait(ctx context.Context, until time.Time, step func([]pai
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case lastErr != nil && !errors.Is(lastErr, context.DeadlineExceeded):
-				return pairHubErr(lastErr)
+				return lastErr
 			}
-			return errPairDeadline
+			return errDeadline
 		case <-kick:
 		case <-tick.C:
 		}
@@ -274,14 +245,14 @@ func (c *pairChannel) wait(ctx context.Context, until time.Time, step func([]pai
 
 // readFor is read bounded by pairIOTimeout, not by the wait's deadline:
 // what arrived before the deadline is read even after it.
-func (c *pairChannel) readFor(ctx context.Context) ([]pairMsg, error) {
+func (c *Channel) readFor(ctx context.Context) ([]Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
 	defer cancel()
 	return c.read(ctx)
 }
 
 // watch calls Watch until ctx ends, signalling kick at every change.
-func (c *pairChannel) watch(ctx context.Context, kick chan struct{}) {
+func (c *Channel) watch(ctx context.Context, kick chan struct{}) {
 	signal := func() {
 		select {
 		case kick <- struct{}{}:
@@ -290,7 +261,7 @@ func (c *pairChannel) watch(ctx context.Context, kick chan struct{}) {
 	}
 	for ctx.Err() == nil {
 		if err := c.store.Watch(ctx, signal); err != nil && ctx.Err() == nil {
-			c.log.Debug("tandem: pairing watch ended; watching again", "err", err)
+			c.log.Debug("pairing: watch ended; watching again", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -302,7 +273,7 @@ func (c *pairChannel) watch(ctx context.Context, kick chan struct{}) {
 // destroy removes the channel's messages this side knows of, except
 // keep, within a short deadline (best effort: a message left behind is
 // unreadable without P and is never fetched by the sync engine).
-func (c *pairChannel) destroy(ctx context.Context, keep map[hub.ID]bool) {
+func (c *Channel) destroy(ctx context.Context, keep map[hub.ID]bool) {
 	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
 	defer cancel()
 	all := map[hub.ID]bool{}
@@ -329,6 +300,6 @@ func (c *pairChannel) destroy(ctx context.Context, keep map[hub.ID]bool) {
 		return
 	}
 	if err := c.store.Destroy(ctx, ids); err != nil {
-		c.log.Info("tandem: pairing messages left on the hub", "n", len(ids), "err", err)
+		c.log.Info("pairing: messages left on the hub", "n", len(ids), "err", err)
 	}
 }
