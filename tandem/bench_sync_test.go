@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/hub/imaphub"
@@ -91,14 +92,17 @@ func verifyAllCores(b *testing.B, sigs []sigCase) {
 }
 
 // rawFetchVerify is the anchor: rawFetch overlapped with verifyAllCores.
-func rawFetchVerify(b *testing.B, cfg imaphub.Config, cursor hub.Cursor, sigs []sigCase) {
+// It returns how long the two took together.
+func rawFetchVerify(b *testing.B, cfg imaphub.Config, cursor hub.Cursor, sigs []sigCase) time.Duration {
 	if len(sigs) == 0 {
 		b.Fatal("no signatures to verify")
 	}
+	t0 := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() { verifyAllCores(b, sigs) })
 	rawFetch(b, cfg, cursor)
 	wg.Wait()
+	return time.Since(t0)
 }
 
 const catchUpRecords = 1_000
@@ -177,27 +181,55 @@ func catchUpSource(b *testing.B) (Hub, string) {
 // device each time), against the anchor on the same 1,000 messages.
 func BenchmarkCatchUp(b *testing.B) {
 	h, _ := catchUpSource(b)
+	device := func(b *testing.B) time.Duration {
+		b.StopTimer()
+		d, err := Open(context.Background(), copyDir(b, catchBase), Options{Hub: h, Logger: quiet()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		rep, err := d.Sync(context.Background())
+		if err != nil || rep.Fetched < catchUpRecords {
+			b.Fatalf("%v %+v", err, rep)
+		}
+		took := time.Since(t0)
+		b.StopTimer()
+		d.Close()
+		b.StartTimer()
+		return took
+	}
+	cfg := imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
+	anchor := func(b *testing.B) time.Duration { return rawFetchVerify(b, cfg, catchCursor, catchSigs) }
+	againstAnchor(b, device, anchor)
+}
+
+// againstAnchor runs device and anchor as sub-benchmarks of their own, then
+// interleaved ("ratio").
+func againstAnchor(b *testing.B, device, anchor func(*testing.B) time.Duration) {
 	b.Run("device", func(b *testing.B) {
 		for b.Loop() {
-			b.StopTimer()
-			d, err := Open(context.Background(), copyDir(b, catchBase), Options{Hub: h, Logger: quiet()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-			rep, err := d.Sync(context.Background())
-			if err != nil || rep.Fetched < catchUpRecords {
-				b.Fatalf("%v %+v", err, rep)
-			}
-			b.StopTimer()
-			d.Close()
-			b.StartTimer()
+			device(b)
 		}
 	})
-	cfg := imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
 	b.Run("anchor", func(b *testing.B) {
 		for b.Loop() {
-			rawFetchVerify(b, cfg, catchCursor, catchSigs)
+			anchor(b)
 		}
 	})
+	b.Run("ratio", func(b *testing.B) { interleaved(b, device, anchor) })
+}
+
+// interleaved runs device then anchor in each iteration and reports the
+// ratio of their timed durations summed (device/anchor), so that both see
+// the same load on a shared machine.
+func interleaved(b *testing.B, device, anchor func(*testing.B) time.Duration) {
+	var dev, anc time.Duration
+	for b.Loop() {
+		dev += device(b)
+		anc += anchor(b)
+	}
+	b.ReportMetric(float64(dev.Milliseconds())/float64(b.N), "device-ms")
+	b.ReportMetric(float64(anc.Milliseconds())/float64(b.N), "anchor-ms")
+	b.ReportMetric(float64(dev)/float64(anc), "device/anchor")
 }

@@ -26,10 +26,12 @@ import (
 // computed for, and the merge takes them in fetch order, so the outcome does
 // not depend on which worker finished first. At most readAhead fetched
 // batches wait for the merge, besides the one merging and the one being
-// fetched.
+// fetched: enough for the workers to keep verifying while the merge commits
+// a large transaction (verifying a batch of 256 messages takes tens of
+// milliseconds on two cores, a commit up to a second).
 
 // readAhead is how many fetched batches may wait for the merge.
-const readAhead = 2
+const readAhead = 16
 
 // preOpened is the stateless part of opening one fetched message of a data
 // channel, done by a worker for channel ch.
