@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
@@ -30,8 +31,15 @@ import (
 // a large transaction (verifying a batch of 256 messages takes tens of
 // milliseconds on two cores, a commit up to a second).
 
-// readAhead is how many fetched batches may wait for the merge.
-const readAhead = 16
+// readAhead is how many fetched batches may wait for the merge, and
+// readAheadBytes how many envelope bytes they may hold together: the fetch
+// goroutine waits for the merge once that much is ahead of it, so a flood
+// of large messages costs at most readAheadBytes plus the batch being
+// fetched (docs/decisions/tandem-client-bounds.md), whatever readAhead.
+const (
+	readAhead      = 16
+	readAheadBytes = 16 << 20
+)
 
 // preOpened is the stateless part of opening one fetched message of a data
 // channel, done by a worker for channel ch.
@@ -78,6 +86,7 @@ type fetchedBatch struct {
 	bodies []hub.Body
 	pre    []preOpened
 	err    error          // the Fetch failed
+	size   int64          // envelope bytes of bodies
 	wg     sync.WaitGroup // the workers' share of the batch
 }
 
@@ -86,6 +95,8 @@ type reader struct {
 	out    chan *fetchedBatch // in fetch order
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	ahead  atomic.Int64  // envelope bytes fetched and not yet merged
+	merged chan struct{} // a batch was merged (capacity 1: a wake-up, not a count)
 }
 
 type preJob struct {
@@ -98,7 +109,7 @@ type preJob struct {
 // The caller reads r.out and calls r.stop.
 func startReading(ctx context.Context, s hub.Store, batches [][]hub.ID, chans map[string]*channel, homeScope [16]byte) *reader {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &reader{out: make(chan *fetchedBatch, readAhead), cancel: cancel}
+	r := &reader{out: make(chan *fetchedBatch, readAhead), cancel: cancel, merged: make(chan struct{}, 1)}
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan preJob, 4*workers)
 	for range workers {
@@ -118,11 +129,22 @@ func startReading(ctx context.Context, s hub.Store, batches [][]hub.ID, chans ma
 		defer close(r.out)
 		defer close(jobs)
 		for _, ids := range batches {
+			for r.ahead.Load() >= readAheadBytes {
+				select {
+				case <-r.merged:
+				case <-ctx.Done():
+					return
+				}
+			}
 			f := &fetchedBatch{}
 			f.bodies, f.err = s.Fetch(ctx, ids)
 			if f.err == nil && len(f.bodies) != len(ids) {
 				f.err = &hub.ProtocolError{Op: "fetch", Msg: "wrong number of bodies"}
 			}
+			for _, b := range f.bodies {
+				f.size += int64(len(b.Envelope))
+			}
+			r.ahead.Add(f.size)
 			if f.err == nil {
 				f.pre = make([]preOpened, len(f.bodies))
 				f.wg.Add(len(f.bodies))
@@ -146,6 +168,16 @@ func startReading(ctx context.Context, s hub.Store, batches [][]hub.ID, chans ma
 		}
 	})
 	return r
+}
+
+// done tells the fetch goroutine that f was merged: its bytes are no
+// longer ahead.
+func (r *reader) done(f *fetchedBatch) {
+	r.ahead.Add(-f.size)
+	select {
+	case r.merged <- struct{}{}:
+	default:
+	}
 }
 
 // stop ends the fetch goroutine and the workers and waits for them.
@@ -201,6 +233,7 @@ func (d *Device) readAll(ctx context.Context, s hub.Store, todo []fetchItem, rep
 		d.process(f.bodies, f.pre, rep, deferred)
 		err := d.stageSynced()
 		d.mu.Unlock()
+		r.done(f)
 		if err != nil {
 			return err
 		}
