@@ -323,8 +323,14 @@ func (s *story) remove() error {
 	}
 	st, _ := s.aimee.CollectionState(s.house)
 	s.aimeeRemoved = st == tandem.StateRemoved
-	if r, err := s.aimee.Record(s.house, s.paint); err == nil {
-		s.aimeeKeptEdit = r.Get("note") == "ask about primer"
+	// Her note never reached the group: it leaves the shared list and is
+	// kept aside for her, marked not shared (§11.6, Device.Refused).
+	if rs, err := s.aimee.Refused(s.house); err == nil {
+		for _, e := range rs {
+			if e.Record() == s.paint && e.Field() == "note" && string(e.Value()) == "ask about primer" {
+				s.aimeeKeptEdit = true
+			}
+		}
 	}
 	if err := s.phone.SetString(s.house, s.paint, "qty", "4"); err != nil { // settles the conflict, in the new epoch
 		return err
@@ -336,7 +342,7 @@ func (s *story) remove() error {
 	s.benAfterRot = r.Get("qty") == "4" && !r.Fields["qty"].Conflict()
 	aimeeSees := "Aimee: \"House is no longer shared with you.\""
 	if s.aimeeKeptEdit {
-		aimeeSees += " Her unsent note stays on her phone."
+		aimeeSees += " Her unsent note stays on her phone, marked not shared."
 	}
 	s.step("Jesper removes Aimee from House on his laptop: the list gets a new key, and Aimee's device is told.",
 		aimeeSees, "Jesper's phone sets Paint ×4, which settles the conflict.", s.view("Ben", s.ben))
