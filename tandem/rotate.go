@@ -197,15 +197,15 @@ func (d *Device) CopyCollection(c CollectionID, name string) (CollectionID, erro
 // Removed reports whether the user was removed from collection c: the
 // followed roster no longer lists them (§13.2 "House is no longer shared
 // with you."). The replica stays readable; unsent edits are kept locally.
-func (d *Device) Removed(c CollectionID) bool {
+func (d *Device) Removed(c CollectionID) (bool, error) {
 	removed := false
-	d.view(c, func(_ *record.State, r *roster.Roster) {
+	err := d.view(c, func(_ *record.State, r *roster.Roster) {
 		if r != nil {
 			_, listed := r.State().Member([32]byte(d.UserID()))
 			removed = !listed && everListedUser(r, d.UserID())
 		}
 	})
-	return removed
+	return removed, err
 }
 
 func everListedUser(r *roster.Roster, u UserID) bool {
@@ -222,12 +222,13 @@ var _ = fmt.Sprint
 // ChangeInFlight returns the sharing change another device of the owner
 // started for collection c and has not finished (§11.7), as a phrase
 // ("removing Aimee in House").
-func (d *Device) ChangeInFlight(c CollectionID) (string, bool) {
-	eng, err := d.engine()
+func (d *Device) ChangeInFlight(c CollectionID) (string, bool, error) {
+	eng, err := d.collection(c)
 	if err != nil {
-		return "", false
+		return "", false, err
 	}
-	return eng.Flight(client.CollectionID(c))
+	what, ok := eng.Flight(client.CollectionID(c))
+	return what, ok, nil
 }
 
 // FinishChange finishes the change another device left in flight

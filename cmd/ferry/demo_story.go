@@ -254,11 +254,17 @@ func (s *story) shareLink() error {
 	if err := s.sync(s.ben, s.laptop); err != nil {
 		return err
 	}
-	reqs := s.laptop.Requests(s.house)
+	reqs, err := s.laptop.Requests(s.house)
+	if err != nil {
+		return err
+	}
 	if len(reqs) != 1 {
 		return fmt.Errorf("the laptop sees %d requests, want Ben's", len(reqs))
 	}
-	waiting := s.ben.Membership(s.house)
+	waiting, err := s.ben.Membership(s.house)
+	if err != nil {
+		return err
+	}
 	if err := s.laptop.Approve(s.ctx, reqs[0].ID); err != nil {
 		return err
 	}
