@@ -329,8 +329,12 @@ func (s *story) remove() error {
 	}
 	st, _ := s.aimee.CollectionState(s.house)
 	s.aimeeRemoved = st == tandem.StateRemoved
-	if r, err := s.aimee.Record(s.house, s.paint); err == nil {
-		s.aimeeKeptEdit = r.Get("note") == "ask about primer"
+	// Her edit went out after her removal: it is kept aside on her device,
+	// refused, not shown in the list (§11.6).
+	if rs, err := s.aimee.Refused(s.house); err == nil {
+		s.aimeeKeptEdit = slices.ContainsFunc(rs, func(e tandem.RefusedEdit) bool {
+			return e.Record() == s.paint && e.Field() == "note" && string(e.Value()) == "ask about primer"
+		})
 	}
 	if err := s.phone.SetString(s.house, s.paint, "qty", "4"); err != nil { // settles the conflict, in the new epoch
 		return err
