@@ -4,8 +4,6 @@ import (
 	"errors"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
 )
 
 // Every method of Device that takes a CollectionID reports a collection
@@ -50,19 +48,4 @@ func (d *Device) collErr(err error) error {
 		return noCollection(err)
 	}
 	return newErr(CodeInternal, err, "this list could not be read")
-}
-
-// view calls fn with collection c's merged state and roster. Only the
-// files still reading the roster directly use it (rotate.go, share.go);
-// new code reads through the engine's read model (records.go).
-func (d *Device) view(c CollectionID, fn func(*record.State, *roster.Roster)) error {
-	eng, err := d.collection(c)
-	if err != nil {
-		return err
-	}
-	err = eng.View(client.CollectionID(c), func(s *record.State, r *roster.Roster, _ roster.Status) { fn(s, r) })
-	if err != nil {
-		return d.collErr(err)
-	}
-	return nil
 }

@@ -1,15 +1,17 @@
 package tandem
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/ferry-sync/ferry/tandem/hub/memhub"
 )
 
-// Every Device method that takes a CollectionID and returns an error
-// reports a collection the device does not follow with the one error of
+// Every Device method that takes a CollectionID (after a context, if it
+// takes one) reports a collection the device does not follow with the one error of
 // noCollection: CodeNotFound and the same message
 // (docs/decisions/tandem-collection-api.md).
 func TestUnknownCollectionOneError(t *testing.T) {
@@ -48,6 +50,22 @@ func TestUnknownCollectionOneError(t *testing.T) {
 		"Members":          func() error { _, err := d.Members(c); return err },
 		"Leave":            func() error { return d.Leave(c) },
 		"CollectionState":  func() error { _, err := d.CollectionState(c); return err },
+		"Requests":         func() error { _, err := d.Requests(c); return err },
+		"PendingLeaves":    func() error { _, err := d.PendingLeaves(c); return err },
+		"OpenInvites":      func() error { _, err := d.OpenInvites(c); return err },
+		"Role":             func() error { _, err := d.Role(c); return err },
+		"Removed":          func() error { _, err := d.Removed(c); return err },
+		"Membership":       func() error { _, err := d.Membership(c); return err },
+		"WhyDeclined":      func() error { _, err := d.WhyDeclined(c); return err },
+		"ChangeInFlight":   func() error { _, _, err := d.ChangeInFlight(c); return err },
+	}
+	for _, name := range perCollectionMethods() {
+		if calls[name] == nil {
+			t.Errorf("%s takes a CollectionID and is not checked here", name)
+		}
+	}
+	if len(calls) != 33 {
+		t.Errorf("%d per-collection methods checked, want 33", len(calls))
 	}
 	for name, call := range calls {
 		err := call()
@@ -59,4 +77,24 @@ func TestUnknownCollectionOneError(t *testing.T) {
 	if n := len(d.Collections()); n != 1 {
 		t.Fatalf("%d collections after the refused calls, want 1", n)
 	}
+}
+
+// perCollectionMethods names Device's exported methods whose first
+// argument, after a context, is a CollectionID.
+func perCollectionMethods() []string {
+	ctxType := reflect.TypeFor[context.Context]()
+	idType := reflect.TypeFor[CollectionID]()
+	var out []string
+	dt := reflect.TypeFor[*Device]()
+	for i := range dt.NumMethod() {
+		m := dt.Method(i)
+		in := 1 // the receiver
+		if m.Type.NumIn() > in && m.Type.In(in) == ctxType {
+			in++
+		}
+		if m.Type.NumIn() > in && m.Type.In(in) == idType {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }

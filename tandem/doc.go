@@ -24,11 +24,11 @@
 // # Collections
 //
 // A collection is named by its CollectionID (NewCollection, Collections),
-// which every per-collection method of Device takes first. Each of them
-// that returns an error reports a collection the device does not follow
-// the same way: an *Error with CodeNotFound. The queries without an error
-// (Requests, PendingLeaves, OpenInvites, Role, Removed, Membership,
-// WhyDeclined, ChangeInFlight) answer it with their zero value
+// which every per-collection method of Device takes first. Every one of
+// them, queries included, reports a collection the device does not know
+// the same way: an *Error with CodeNotFound, "no such list on this
+// device". A collection the user asked to join is known before the device
+// follows it, so Membership and WhyDeclined answer for it
 // (docs/decisions/tandem-collection-api.md).
 //
 // # The device directory

@@ -57,8 +57,8 @@ func TestOwnerDevicesRaceKillsCollection(t *testing.T) {
 	for _, r := range rs {
 		found = found || r.Get("title") == "kept"
 	}
-	if !found || s.ai.Role(copyID) != RoleOwner {
-		t.Fatalf("the copy: %+v, role %q", rs, s.ai.Role(copyID))
+	if !found || roleT(t, s.ai, copyID) != RoleOwner {
+		t.Fatalf("the copy: %+v, role %q", rs, roleT(t, s.ai, copyID))
 	}
 	_ = ctx
 }
@@ -144,7 +144,7 @@ func TestTwoOwnerDevices(t *testing.T) {
 	}
 	cutAt("uploaded")
 	syncT(t, s.j2)
-	what, ok := s.j2.ChangeInFlight(s.c)
+	what, ok := inFlightT(t, s.j2, s.c)
 	if !ok || what != "removing Aimee in House" {
 		t.Fatalf("j2 sees %q %v", what, ok)
 	}

@@ -313,10 +313,10 @@ func testDemotedWritersEditRefused(t *testing.T, n epochNet) {
 		t.Fatal(err)
 	}
 	refused := syncUntil(t, "every device agrees after the demotion", func() bool {
-		return s.ai.Role(s.c) == RoleReader && sameBytes(t, s.c, s.j1, s.j2, s.ai, s.be)
+		return roleT(t, s.ai, s.c) == RoleReader && sameBytes(t, s.c, s.j1, s.j2, s.ai, s.be)
 	}, s.ai, s.j1, s.j2, s.be).Refused
-	if s.ai.Role(s.c) != RoleReader {
-		t.Fatalf("Aimee's role: %q", s.ai.Role(s.c))
+	if roleT(t, s.ai, s.c) != RoleReader {
+		t.Fatalf("Aimee's role: %q", roleT(t, s.ai, s.c))
 	}
 	for i, d := range []*Device{s.j1, s.j2, s.ai, s.be} {
 		r, _ := d.Record(s.c, paint)
@@ -394,8 +394,8 @@ func testDeletedListRefusesJoins(t *testing.T, n epochNet) {
 	syncT(t, dee)
 	syncT(t, s.j1)
 	syncT(t, s.j2)
-	if len(s.j1.Requests(s.c)) != 1 {
-		t.Fatalf("Dee's request before the deletion: %+v", s.j1.Requests(s.c))
+	if len(requestsT(t, s.j1, s.c)) != 1 {
+		t.Fatalf("Dee's request before the deletion: %+v", requestsT(t, s.j1, s.c))
 	}
 	if err := s.j1.DeleteCollection(t.Context(), s.c); err != nil {
 		t.Fatal(err)
@@ -411,18 +411,18 @@ func testDeletedListRefusesJoins(t *testing.T, n epochNet) {
 	}
 	syncT(t, eve)
 	syncUntil(t, "Dee and Eve are told", func() bool {
-		return dee.WhyDeclined(s.c) != DeclineNone && eve.WhyDeclined(s.c) != DeclineNone
+		return whyDeclinedT(t, dee, s.c) != DeclineNone && whyDeclinedT(t, eve, s.c) != DeclineNone
 	}, s.j1, s.j2, dee, eve)
 	for i, d := range []*Device{s.j1, s.j2} {
-		if reqs := d.Requests(s.c); len(reqs) != 0 {
+		if reqs := requestsT(t, d, s.c); len(reqs) != 0 {
 			t.Fatalf("owner device %d lists requests to a deleted list: %+v", i, reqs)
 		}
 	}
 	for name, d := range map[string]*Device{"Dee": dee, "Eve": eve} {
-		if d.Membership(s.c) != MembershipDeclined || d.WhyDeclined(s.c) != DeclineEnded {
-			t.Fatalf("%s: %s, declined for %q", name, d.Membership(s.c), d.WhyDeclined(s.c))
+		if membershipT(t, d, s.c) != MembershipDeclined || whyDeclinedT(t, d, s.c) != DeclineEnded {
+			t.Fatalf("%s: %s, declined for %q", name, membershipT(t, d, s.c), whyDeclinedT(t, d, s.c))
 		}
-		if msg := d.WhyDeclined(s.c).Message("Jesper", "House"); !strings.Contains(msg, "House was deleted") {
+		if msg := whyDeclinedT(t, d, s.c).Message("Jesper", "House"); !strings.Contains(msg, "House was deleted") {
 			t.Fatalf("%s is told %q", name, msg)
 		}
 	}

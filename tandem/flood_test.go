@@ -145,8 +145,8 @@ func TestJunkRequestsDeclinedWithinRate(t *testing.T) {
 			if total := f.owner.appended(""); total > 20 || rep2.Published != 0 {
 				t.Fatalf("%d junk requests: %d more appends (burst %d): %+v, then %+v", junk, total, 20, rep, rep2)
 			}
-			if len(h.owner.Requests(h.c)) != 0 {
-				t.Fatalf("requests on a closed invite listed: %d", len(h.owner.Requests(h.c)))
+			if len(requestsT(t, h.owner, h.c)) != 0 {
+				t.Fatalf("requests on a closed invite listed: %d", len(requestsT(t, h.owner, h.c)))
 			}
 		})
 	}
@@ -176,7 +176,7 @@ func (h *hostile) admit(name string) *Device {
 	}
 	syncT(t, d)
 	syncT(t, h.owner)
-	reqs := h.owner.Requests(h.c)
+	reqs := requestsT(t, h.owner, h.c)
 	if len(reqs) != 1 {
 		t.Fatalf("requests: %+v", reqs)
 	}
@@ -185,8 +185,8 @@ func (h *hostile) admit(name string) *Device {
 	}
 	syncT(t, h.owner)
 	syncT(t, d)
-	if d.Membership(h.c) != MembershipActive {
-		t.Fatalf("%s: %q", name, d.Membership(h.c))
+	if membershipT(t, d, h.c) != MembershipActive {
+		t.Fatalf("%s: %q", name, membershipT(t, d, h.c))
 	}
 	return d
 }
@@ -249,7 +249,7 @@ func TestJoinRequestsOfOneIdentityCollapse(t *testing.T) {
 				h.postJoin(newIdentity(t), i, inv, "Someone", inv.SignKey, "")
 			}
 			syncT(t, h.owner)
-			reqs := h.owner.Requests(h.c)
+			reqs := requestsT(t, h.owner, h.c)
 			mine := 0
 			for _, r := range reqs {
 				if r.User == UserID(x.UID) {

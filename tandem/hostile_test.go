@@ -102,7 +102,7 @@ func runHostile(t *testing.T, opts func(string) Options, raw hub.Store) {
 		_, wrong, _ := ed25519.GenerateKey(nil)
 		h.postJoin(x, i, inv, "Mallory", wrong, "")
 		rep := syncT(t, h.owner)
-		if rep.Rejected == 0 || h.members() != 1 || len(h.owner.Requests(h.c)) != 0 {
+		if rep.Rejected == 0 || h.members() != 1 || len(requestsT(t, h.owner, h.c)) != 0 {
 			t.Fatalf("a request with a forged isig: %+v, %d members", rep, h.members())
 		}
 	})
@@ -117,7 +117,7 @@ func runHostile(t *testing.T, opts func(string) Options, raw hub.Store) {
 		raw := `{"uid":` + enc(tjson.Bytes(x.UID[:])) + `,"uka":` + enc(tjson.Bytes(x.UKa[:])) + `,"name":"Ann","name":"Bob","sig":` + enc(sig) + `,"isig":` + enc(isig) + `}`
 		h.postJoin(x, i, inv, "", nil, raw)
 		rep := syncT(t, h.owner)
-		if rep.Rejected == 0 || len(h.owner.Requests(h.c)) != 0 {
+		if rep.Rejected == 0 || len(requestsT(t, h.owner, h.c)) != 0 {
 			t.Fatalf("a request with a duplicate key: %+v", rep)
 		}
 	})
@@ -133,8 +133,8 @@ func runHostile(t *testing.T, opts func(string) Options, raw hub.Store) {
 			syncT(t, h.owner)
 			syncT(t, d)
 		}
-		if a.Membership(h.c) != MembershipActive || b.Membership(h.c) == MembershipActive || h.members() != 2 {
-			t.Fatalf("one-use QR: Aimee %q, Ben %q, %d members", a.Membership(h.c), b.Membership(h.c), h.members())
+		if membershipT(t, a, h.c) != MembershipActive || membershipT(t, b, h.c) == MembershipActive || h.members() != 2 {
+			t.Fatalf("one-use QR: Aimee %q, Ben %q, %d members", membershipT(t, a, h.c), membershipT(t, b, h.c), h.members())
 		}
 	})
 	t.Run("expired invite", func(t *testing.T) {
@@ -184,7 +184,7 @@ func runHostile(t *testing.T, opts func(string) Options, raw hub.Store) {
 		h.postGrant(suite.NewIdentity(x.us), [32]byte(wrong), at, epoch)
 		syncT(t, x)
 		rep := syncT(t, x)
-		if x.Membership(h.c) == MembershipActive {
+		if membershipT(t, x, h.c) == MembershipActive {
 			t.Fatalf("a grant with the wrong key made X a member: %+v", rep)
 		}
 	})
@@ -258,7 +258,7 @@ func TestReplayedJoinAfterRemoval(t *testing.T) {
 		t.Fatalf("capturing the request: %v, %d", err, len(bodies))
 	}
 	syncT(t, h.owner)
-	reqs := h.owner.Requests(h.c)
+	reqs := requestsT(t, h.owner, h.c)
 	if len(reqs) != 1 {
 		t.Fatalf("requests %+v", reqs)
 	}
@@ -273,8 +273,8 @@ func TestReplayedJoinAfterRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := syncT(t, h.owner)
-	if h.members() != 1 || len(h.owner.Requests(h.c)) != 0 || rep.Declined != 1 {
-		t.Fatalf("the replayed request: %+v, %d members, %d requests", rep, h.members(), len(h.owner.Requests(h.c)))
+	if h.members() != 1 || len(requestsT(t, h.owner, h.c)) != 0 || rep.Declined != 1 {
+		t.Fatalf("the replayed request: %+v, %d members, %d requests", rep, h.members(), len(requestsT(t, h.owner, h.c)))
 	}
 }
 

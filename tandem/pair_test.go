@@ -115,8 +115,8 @@ func TestPairingMemhub(t *testing.T) {
 		t.Fatalf("the list on the new device: %v %+v", err, r)
 	}
 	// Every active membership is followed (§6.3 step 5), others' too.
-	if st, err := b.CollectionState(house); err != nil || st != StateFollowing || b.Membership(house) != MembershipActive {
-		t.Fatalf("Aimee's House on the new device: %v %v %v", st, b.Membership(house), err)
+	if st, err := b.CollectionState(house); err != nil || st != StateFollowing || membershipT(t, b, house) != MembershipActive {
+		t.Fatalf("Aimee's House on the new device: %v %v %v", st, membershipT(t, b, house), err)
 	}
 	// Both sides removed the pairing messages: only the sync data is left.
 	if n := pairMsgsOn(t, srv.Open(), tag); n != 0 {

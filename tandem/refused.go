@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
 // A local edit the collection's group would not accept — made before the
@@ -46,10 +45,10 @@ type EditKind string
 
 // Edit kinds (§9.1 ops).
 const (
-	EditSet    EditKind = "set"    // assigned Value to a register field
-	EditAdd    EditKind = "add"    // added Element to a set field
-	EditRemove EditKind = "remove" // removed Element from a set field
-	EditDelete EditKind = "delete" // deleted the record
+	EditSet    EditKind = client.EditSet    // assigned Value to a register field
+	EditAdd    EditKind = client.EditAdd    // added Element to a set field
+	EditRemove EditKind = client.EditRemove // removed Element from a set field
+	EditDelete EditKind = client.EditDelete // deleted the record
 )
 
 // RefusedEdit is one local edit the group would not accept.
@@ -65,17 +64,7 @@ func (e RefusedEdit) Record() RecordID { return e.rec }
 func (e RefusedEdit) Field() string { return e.w.Write.Field() }
 
 // Kind is what the edit did.
-func (e RefusedEdit) Kind() EditKind {
-	switch e.w.Write.Op() {
-	case suite.OpAdd:
-		return EditAdd
-	case suite.OpRemove:
-		return EditRemove
-	case suite.OpDelete:
-		return EditDelete
-	}
-	return EditSet
-}
+func (e RefusedEdit) Kind() EditKind { return EditKind(e.w.Kind()) }
 
 // Value is the value a set wrote.
 func (e RefusedEdit) Value() []byte { return append([]byte(nil), e.w.Write.Value()...) }

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
 )
 
 // Sharing changes that start an epoch (§11.6): removing a member, making
@@ -148,7 +146,7 @@ func (d *Device) sharingErr(c CollectionID, err error) error {
 		return newErr(CodeInFlight, err, "another of your devices started %s and didn't finish: finish or discard that change first", what)
 	case errors.Is(err, client.ErrNotOwner):
 		msg = "only the list's owner can change who it is shared with"
-	case errors.Is(err, roster.ErrStateMismatch):
+	case errors.Is(err, client.ErrStateMismatch):
 		msg = "that change doesn't apply to this member"
 	case errors.Is(err, client.ErrUnknownCollection):
 		return newErr(CodeNotFound, err, "no such list on this device")
@@ -197,24 +195,16 @@ func (d *Device) CopyCollection(c CollectionID, name string) (CollectionID, erro
 // Removed reports whether the user was removed from collection c: the
 // followed roster no longer lists them (§13.2 "House is no longer shared
 // with you."). The replica stays readable; unsent edits are kept locally.
-func (d *Device) Removed(c CollectionID) bool {
-	removed := false
-	d.view(c, func(_ *record.State, r *roster.Roster) {
-		if r != nil {
-			_, listed := r.State().Member([32]byte(d.UserID()))
-			removed = !listed && everListedUser(r, d.UserID())
-		}
-	})
-	return removed
-}
-
-func everListedUser(r *roster.Roster, u UserID) bool {
-	for _, st := range r.Statements() {
-		if _, ok := st.State().Member([32]byte(u)); ok {
-			return true
-		}
+func (d *Device) Removed(c CollectionID) (bool, error) {
+	eng, err := d.collection(c)
+	if err != nil {
+		return false, err
 	}
-	return false
+	s, err := eng.Standing(client.CollectionID(c), [32]byte(d.UserID()))
+	if err != nil {
+		return false, d.collErr(err)
+	}
+	return s.Removed, nil
 }
 
 var _ = fmt.Sprint
@@ -222,12 +212,13 @@ var _ = fmt.Sprint
 // ChangeInFlight returns the sharing change another device of the owner
 // started for collection c and has not finished (§11.7), as a phrase
 // ("removing Aimee in House").
-func (d *Device) ChangeInFlight(c CollectionID) (string, bool) {
-	eng, err := d.engine()
+func (d *Device) ChangeInFlight(c CollectionID) (string, bool, error) {
+	eng, err := d.collection(c)
 	if err != nil {
-		return "", false
+		return "", false, err
 	}
-	return eng.Flight(client.CollectionID(c))
+	what, ok := eng.Flight(client.CollectionID(c))
+	return what, ok, nil
 }
 
 // FinishChange finishes the change another device left in flight

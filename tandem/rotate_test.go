@@ -62,7 +62,7 @@ func runRotationStory(t *testing.T, s *sharing) {
 		if r, err := d.Record(s.c, late); err != nil || r.Get("title") != "Ben's late item" {
 			t.Fatalf("Ben's late write on a device: %v %+v", err, r)
 		}
-		if d.Removed(s.c) {
+		if removedT(t, d, s.c) {
 			t.Fatal("a remaining member counts as removed")
 		}
 	}
@@ -103,8 +103,8 @@ func runRotationStory(t *testing.T, s *sharing) {
 		t.Fatal(err)
 	}
 	s.syncAll(2)
-	if s.be.Role(s.c) != RoleReader {
-		t.Fatalf("Ben's role: %q", s.be.Role(s.c))
+	if roleT(t, s.be, s.c) != RoleReader {
+		t.Fatalf("Ben's role: %q", roleT(t, s.be, s.c))
 	}
 	if err := s.be.SetString(s.c, paint, "title", "x"); CodeOf(err) != CodeNotWritable {
 		t.Fatalf("Ben wrote as a reader: %v", err)
@@ -185,7 +185,7 @@ func TestRemovedUserAsksAgain(t *testing.T) {
 	}
 	syncT(t, s.ai)
 	syncT(t, s.j1)
-	reqs := s.j1.Requests(s.c)
+	reqs := requestsT(t, s.j1, s.c)
 	if len(reqs) != 1 || !reqs[0].PreviouslyRemoved {
 		t.Fatalf("requests %+v, want Aimee's, marked previously removed", reqs)
 	}

@@ -78,7 +78,7 @@ func TestRotationCrashMatrix(t *testing.T) {
 	syncT(t, member)
 	syncT(t, owner)
 	syncT(t, member)
-	if member.Membership(c) != MembershipActive {
+	if membershipT(t, member, c) != MembershipActive {
 		t.Fatal("setup: the member did not get in")
 	}
 	owner.Close()

@@ -66,8 +66,8 @@ func TestPollWhenPushesMiss(t *testing.T) {
 		syncT(t, ai)
 		syncT(t, j)
 	}
-	if ai.Role(c) != RoleWriter {
-		t.Fatalf("Aimee did not join: %q", ai.Role(c))
+	if roleT(t, ai, c) != RoleWriter {
+		t.Fatalf("Aimee did not join: %q", roleT(t, ai, c))
 	}
 	// No safety poll within the test; the fast poll shorter than Run's
 	// pollFast so that the test tells it from Cyrus's own minute.

@@ -187,17 +187,17 @@ type JoinRequest struct {
 }
 
 // Requests lists the pending join requests for collection c.
-func (d *Device) Requests(c CollectionID) []JoinRequest {
-	eng, err := d.engine()
+func (d *Device) Requests(c CollectionID) ([]JoinRequest, error) {
+	eng, err := d.collection(c)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []JoinRequest
 	for _, j := range eng.Requests(client.CollectionID(c)) {
 		out = append(out, JoinRequest{ID: string(j.ID), Collection: CollectionID(j.Collection), User: UserID(j.UID),
 			Name: j.Name, Role: Role(j.Role), PreviouslyRemoved: j.PreviouslyRemoved})
 	}
-	return out
+	return out, nil
 }
 
 // Approve admits a pending request (§11.3). It syncs first, so the
@@ -267,14 +267,17 @@ func (d *Device) Members(c CollectionID) ([]Member, error) {
 }
 
 // Role returns the user's role in collection c ("" while not listed).
-func (d *Device) Role(c CollectionID) Role {
-	ms, _ := d.Members(c)
+func (d *Device) Role(c CollectionID) (Role, error) {
+	ms, err := d.Members(c)
+	if err != nil {
+		return "", err
+	}
 	for _, m := range ms {
 		if m.User == d.UserID() {
-			return m.Role
+			return m.Role, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // Leave leaves collection c (§11.5): gone from all the user's devices.
@@ -305,12 +308,15 @@ func (d *Device) Leave(c CollectionID) error {
 
 // PendingLeaves lists members who left collection c and whom the owner has
 // not removed yet (§11.5: "Aimee left House").
-func (d *Device) PendingLeaves(c CollectionID) []Member {
-	eng, err := d.engine()
+func (d *Device) PendingLeaves(c CollectionID) ([]Member, error) {
+	eng, err := d.collection(c)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	ms, _ := d.Members(c)
+	ms, err := d.Members(c)
+	if err != nil {
+		return nil, err
+	}
 	var out []Member
 	for _, l := range eng.PendingLeaves(client.CollectionID(c)) {
 		for _, m := range ms {
@@ -319,7 +325,7 @@ func (d *Device) PendingLeaves(c CollectionID) []Member {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // MembershipState is where the user stands with a collection they asked
@@ -335,20 +341,35 @@ const (
 	MembershipLeft     MembershipState = "left"
 )
 
-// Membership returns where the user stands with collection c.
-func (d *Device) Membership(c CollectionID) MembershipState {
+// Membership returns where the user stands with collection c: a
+// collection the user asked to join is known to the device before it
+// follows it, so only one it neither follows nor asked for is unknown.
+func (d *Device) Membership(c CollectionID) (MembershipState, error) {
+	st, declined, _, err := d.membership(c)
+	switch {
+	case err != nil:
+		return MembershipNone, err
+	case st == "requested" && declined:
+		return MembershipDeclined, nil
+	case st == "requested":
+		return MembershipWaiting, nil
+	}
+	return MembershipState(st), nil
+}
+
+// membership is the engine's word on where the user stands with c, or
+// noCollection for a collection the device neither follows nor asked to
+// join.
+func (d *Device) membership(c CollectionID) (st string, declined bool, why string, err error) {
 	eng, err := d.engine()
 	if err != nil {
-		return MembershipNone
+		return "", false, "", err
 	}
-	st, declined, _ := eng.Membership(client.CollectionID(c))
-	switch {
-	case st == "requested" && declined:
-		return MembershipDeclined
-	case st == "requested":
-		return MembershipWaiting
+	st, declined, why = eng.Membership(client.CollectionID(c))
+	if st == "" && !eng.Follows(client.CollectionID(c)) {
+		return "", false, "", noCollection(nil)
 	}
-	return MembershipState(st)
+	return st, declined, why, nil
 }
 
 // DeclineReason says why a request to join was declined
@@ -371,25 +392,23 @@ const (
 // that made the invite answers a request on an invite that no longer
 // admits; a request still unanswered when its invite expires is reported
 // DeclineExpired (docs/decisions/tandem-invite-answers.md).
-func (d *Device) WhyDeclined(c CollectionID) DeclineReason {
-	eng, err := d.engine()
-	if err != nil {
-		return DeclineNone
-	}
-	st, declined, why := eng.Membership(client.CollectionID(c))
+func (d *Device) WhyDeclined(c CollectionID) (DeclineReason, error) {
+	st, declined, why, err := d.membership(c)
 	switch {
+	case err != nil:
+		return DeclineNone, err
 	case st != "requested" || !declined:
-		return DeclineNone
+		return DeclineNone, nil
 	case why == client.WhyUsedUp:
-		return DeclineUsedUp
+		return DeclineUsedUp, nil
 	case why == client.WhyExpired:
-		return DeclineExpired
+		return DeclineExpired, nil
 	case why == client.WhyClosed:
-		return DeclineClosed
+		return DeclineClosed, nil
 	case why == client.WhyEnded:
-		return DeclineEnded
+		return DeclineEnded, nil
 	}
-	return DeclineByOwner
+	return DeclineByOwner, nil
 }
 
 // Message is the sentence for the joiner (§13.2); owner and list are the
@@ -422,16 +441,16 @@ func (r DeclineReason) Message(owner, list string) string {
 }
 
 // OpenInvites lists the open invites of collection c (the owner's view).
-func (d *Device) OpenInvites(c CollectionID) []InviteSummary {
-	eng, err := d.engine()
+func (d *Device) OpenInvites(c CollectionID) ([]InviteSummary, error) {
+	eng, err := d.collection(c)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []InviteSummary
 	for _, i := range eng.Invites(client.CollectionID(c)) {
 		out = append(out, InviteSummary{Role: Role(i.Role), AutoApprove: i.AutoApprove, MaxUses: i.MaxUses, Expires: i.Expires})
 	}
-	return out
+	return out, nil
 }
 
 // InviteSummary describes an open invite.

@@ -36,14 +36,14 @@ func TestLeaveEndedCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.syncAll(2)
-	if !s.ai.Removed(s.c) {
+	if !removedT(t, s.ai, s.c) {
 		t.Fatal("Aimee is not told she was removed")
 	}
 	if err := s.ai.Leave(s.c); err != nil {
 		t.Fatalf("a removed member can't leave: %v", err)
 	}
-	if s.ai.Membership(s.c) != MembershipLeft {
-		t.Fatalf("Aimee's membership after leaving: %q", s.ai.Membership(s.c))
+	if membershipT(t, s.ai, s.c) != MembershipLeft {
+		t.Fatalf("Aimee's membership after leaving: %q", membershipT(t, s.ai, s.c))
 	}
 	gone("Aimee", s.ai, s.ai2)
 
@@ -59,7 +59,7 @@ func TestLeaveEndedCollection(t *testing.T) {
 		t.Fatalf("a member can't leave a deleted list: %v", err)
 	}
 	gone("Ben", s.be)
-	if l := s.j1.PendingLeaves(s.c); len(l) != 0 {
+	if l := pendingLeavesT(t, s.j1, s.c); len(l) != 0 {
 		t.Fatalf("leaving a deleted list asked the owner: %+v", l)
 	}
 
@@ -115,7 +115,7 @@ func TestAuthorNamesAfterRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.syncAll(2)
-	if !s.be.Removed(s.c) {
+	if !removedT(t, s.be, s.c) {
 		t.Fatal("Ben is not told the list was made private")
 	}
 	check("Jesper after make-private", s.j2, item, "Aimee", true)
@@ -147,7 +147,7 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 	syncT(t, cleo)
 	syncT(t, s.j1)
 	syncT(t, cleo)
-	if m := cleo.Membership(s.c); m != MembershipActive {
+	if m := membershipT(t, cleo, s.c); m != MembershipActive {
 		t.Fatalf("Cleo: %q", m)
 	}
 	if _, err := dee.Join(ctx, qr.Payload, "Dee"); err != nil {
@@ -158,20 +158,20 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 		t.Fatalf("Jesper's second device answered: %+v", rep)
 	}
 	syncT(t, dee)
-	if m := dee.Membership(s.c); m != MembershipWaiting {
+	if m := membershipT(t, dee, s.c); m != MembershipWaiting {
 		t.Fatalf("Dee before the inviting device saw her request: %q", m)
 	}
 	if rep := syncT(t, s.j1); rep.Declined != 1 {
 		t.Fatalf("the inviting device did not answer: %+v", rep)
 	}
 	syncT(t, dee)
-	if m := dee.Membership(s.c); m != MembershipDeclined {
+	if m := membershipT(t, dee, s.c); m != MembershipDeclined {
 		t.Fatalf("Dee after a used-up invite: %q, want declined", m)
 	}
-	if why := dee.WhyDeclined(s.c); why != DeclineUsedUp {
+	if why := whyDeclinedT(t, dee, s.c); why != DeclineUsedUp {
 		t.Fatalf("why: %q", why)
 	}
-	if msg := dee.WhyDeclined(s.c).Message("Jesper", "House"); msg != "This invite was already used. Ask Jesper for a new one." {
+	if msg := whyDeclinedT(t, dee, s.c).Message("Jesper", "House"); msg != "This invite was already used. Ask Jesper for a new one." {
 		t.Fatalf("message %q", msg)
 	}
 	if ms, _ := s.j1.Members(s.c); len(ms) != 4 {
@@ -187,14 +187,14 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 	if _, err := dee.Join(ctx, short.Payload, "Dee"); err != nil {
 		t.Fatal(err)
 	}
-	if m := dee.Membership(s.c); m != MembershipWaiting || dee.WhyDeclined(s.c) != "" {
-		t.Fatalf("Dee asking again: %q %q, want waiting again", m, dee.WhyDeclined(s.c))
+	if m := membershipT(t, dee, s.c); m != MembershipWaiting || whyDeclinedT(t, dee, s.c) != "" {
+		t.Fatalf("Dee asking again: %q %q, want waiting again", m, whyDeclinedT(t, dee, s.c))
 	}
 	syncT(t, dee)
 	time.Sleep(time.Until(short.Expires) + 50*time.Millisecond)
 	syncT(t, s.j1)
 	syncT(t, dee)
-	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineExpired {
+	if m, why := membershipT(t, dee, s.c), whyDeclinedT(t, dee, s.c); m != MembershipDeclined || why != DeclineExpired {
 		t.Fatalf("Dee after an expired invite: %q %q", m, why)
 	}
 
@@ -211,17 +211,17 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 	syncT(t, dee)
 	syncT(t, s.j1)
 	syncT(t, s.j2)
-	if len(s.j1.Requests(s.c)) != 1 || len(s.j2.Requests(s.c)) != 1 {
-		t.Fatalf("requests %+v %+v", s.j1.Requests(s.c), s.j2.Requests(s.c))
+	if len(requestsT(t, s.j1, s.c)) != 1 || len(requestsT(t, s.j2, s.c)) != 1 {
+		t.Fatalf("requests %+v %+v", requestsT(t, s.j1, s.c), requestsT(t, s.j2, s.c))
 	}
 	time.Sleep(time.Until(slow.Expires) + 50*time.Millisecond)
 	syncT(t, s.j1)
 	syncT(t, s.j2)
-	if r1, r2 := s.j1.Requests(s.c), s.j2.Requests(s.c); len(r1)+len(r2) != 0 {
+	if r1, r2 := requestsT(t, s.j1, s.c), requestsT(t, s.j2, s.c); len(r1)+len(r2) != 0 {
 		t.Fatalf("requests on an expired invite still listed: %+v %+v", r1, r2)
 	}
 	syncT(t, dee)
-	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineExpired {
+	if m, why := membershipT(t, dee, s.c), whyDeclinedT(t, dee, s.c); m != MembershipDeclined || why != DeclineExpired {
 		t.Fatalf("Dee after a link invite expired: %q %q", m, why)
 	}
 
@@ -236,7 +236,7 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 	}
 	syncT(t, dee)
 	syncT(t, s.j1)
-	reqs := s.j1.Requests(s.c)
+	reqs := requestsT(t, s.j1, s.c)
 	if len(reqs) != 1 {
 		t.Fatalf("requests %+v", reqs)
 	}
@@ -244,7 +244,7 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncT(t, dee)
-	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineByOwner {
+	if m, why := membershipT(t, dee, s.c), whyDeclinedT(t, dee, s.c); m != MembershipDeclined || why != DeclineByOwner {
 		t.Fatalf("Dee after a decline: %q %q", m, why)
 	}
 	if msg := DeclineByOwner.Message("Jesper", "House"); msg != "Jesper declined your request to join House." {
@@ -261,16 +261,16 @@ func TestJoinOnUsedUpInvite(t *testing.T) {
 func TestCloseInvites(t *testing.T) {
 	s, dee, link := linkForDee(t)
 	syncT(t, s.j2)
-	before := len(s.j2.OpenInvites(s.c))
+	before := len(openInvitesT(t, s.j2, s.c))
 	if n, err := s.j1.CloseInvites(s.c); err != nil || n != before || n == 0 {
 		t.Fatalf("CloseInvites: %d, %v (open before: %d)", n, err, before)
 	}
-	if n := len(s.j1.OpenInvites(s.c)); n != 0 {
+	if n := len(openInvitesT(t, s.j1, s.c)); n != 0 {
 		t.Fatalf("%d invites open after closing", n)
 	}
 	syncT(t, s.j1)
 	syncT(t, s.j2)
-	if n := len(s.j2.OpenInvites(s.c)); n != 0 {
+	if n := len(openInvitesT(t, s.j2, s.c)); n != 0 {
 		t.Fatalf("the owner's other device: %d invites open", n)
 	}
 	if _, err := dee.Join(t.Context(), link.Payload, "Dee"); err != nil {
@@ -280,7 +280,7 @@ func TestCloseInvites(t *testing.T) {
 	syncT(t, s.j2)
 	syncT(t, s.j1)
 	syncT(t, dee)
-	if m, why := dee.Membership(s.c), dee.WhyDeclined(s.c); m != MembershipDeclined || why != DeclineClosed {
+	if m, why := membershipT(t, dee, s.c), whyDeclinedT(t, dee, s.c); m != MembershipDeclined || why != DeclineClosed {
 		t.Fatalf("Dee on a closed invite: %q %q", m, why)
 	}
 	if ms, _ := s.j1.Members(s.c); slices.ContainsFunc(ms, func(m Member) bool { return m.Name == "Dee" }) {
@@ -294,7 +294,7 @@ func TestCloseInvites(t *testing.T) {
 	if err := s.j1.MakePrivate(t.Context(), s.c); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.j1.OpenInvites(s.c)); n != 0 {
+	if n := len(openInvitesT(t, s.j1, s.c)); n != 0 {
 		t.Fatalf("%d invites open after MakePrivate", n)
 	}
 }
@@ -308,18 +308,18 @@ func TestLeaveWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncT(t, dee)
-	if m := dee.Membership(s.c); m != MembershipWaiting {
+	if m := membershipT(t, dee, s.c); m != MembershipWaiting {
 		t.Fatalf("Dee: %q", m)
 	}
 	if err := dee.Leave(s.c); err != nil {
 		t.Fatalf("leaving while waiting: %v", err)
 	}
-	if m := dee.Membership(s.c); m != MembershipLeft {
+	if m := membershipT(t, dee, s.c); m != MembershipLeft {
 		t.Fatalf("Dee after withdrawing: %q", m)
 	}
 	syncT(t, dee)
 	syncT(t, s.j1)
-	reqs := s.j1.Requests(s.c)
+	reqs := requestsT(t, s.j1, s.c)
 	if len(reqs) != 1 {
 		t.Fatalf("the owner sees %d requests, want Dee's", len(reqs))
 	}
@@ -331,8 +331,8 @@ func TestLeaveWhileWaiting(t *testing.T) {
 	syncT(t, s.j1)
 	syncT(t, dee)
 	syncT(t, dee)
-	if slicesContains(dee.Collections(), s.c) || dee.Membership(s.c) != MembershipLeft {
-		t.Fatalf("a withdrawn request brought the list in: %q", dee.Membership(s.c))
+	if slicesContains(dee.Collections(), s.c) || membershipT(t, dee, s.c) != MembershipLeft {
+		t.Fatalf("a withdrawn request brought the list in: %q", membershipT(t, dee, s.c))
 	}
 	if err := dee.Leave(CollectionID{9}); CodeOf(err) != CodeNotFound {
 		t.Fatalf("leaving a list one never asked for: %v", err)

@@ -48,12 +48,12 @@ func shareStory(t *testing.T, opts func(name string) Options) *sharing {
 		t.Fatal(err)
 	}
 	syncT(t, s.ai)
-	if m := s.ai.Membership(s.c); m != MembershipWaiting {
+	if m := membershipT(t, s.ai, s.c); m != MembershipWaiting {
 		t.Fatalf("Aimee before approval: %q", m)
 	}
 	syncT(t, s.j1) // admits, grants
 	syncT(t, s.ai)
-	if m := s.ai.Membership(s.c); m != MembershipActive {
+	if m := membershipT(t, s.ai, s.c); m != MembershipActive {
 		t.Fatalf("Aimee after the QR: %q", m)
 	}
 	if st, _ := s.ai.CollectionState(s.c); st != StateFollowing {
@@ -87,23 +87,23 @@ func shareStory(t *testing.T, opts func(name string) Options) *sharing {
 		syncT(t, s.be)
 		syncT(t, s.j1)
 		syncT(t, s.j2)
-		if len(s.j1.Requests(s.c)) > 0 && len(s.j2.Requests(s.c)) > 0 || time.Now().After(deadline) {
+		if len(requestsT(t, s.j1, s.c)) > 0 && len(requestsT(t, s.j2, s.c)) > 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	reqs := s.j2.Requests(s.c)
+	reqs := requestsT(t, s.j2, s.c)
 	if len(reqs) != 1 || reqs[0].Name != "Ben" || reqs[0].Role != RoleReader {
 		t.Fatalf("Jesper's second device sees requests %+v", reqs)
 	}
-	if len(s.j1.Requests(s.c)) != 1 {
+	if len(requestsT(t, s.j1, s.c)) != 1 {
 		t.Fatal("a link request was not left for the owner to approve on the first device too")
 	}
 	if err := s.j2.Approve(t.Context(), reqs[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	syncT(t, s.be)
-	if m := s.be.Membership(s.c); m != MembershipActive {
+	if m := membershipT(t, s.be, s.c); m != MembershipActive {
 		t.Fatalf("Ben after approval: %q", m)
 	}
 	for _, d := range []*Device{s.j1, s.j2, s.ai, s.be} {
@@ -174,7 +174,7 @@ func runSharingChecks(t *testing.T, s *sharing) {
 	}
 	syncT(t, s.ai)
 	syncT(t, s.j1)
-	if l := s.j1.PendingLeaves(s.c); len(l) != 1 || l[0].Name != "Aimee" {
+	if l := pendingLeavesT(t, s.j1, s.c); len(l) != 1 || l[0].Name != "Aimee" {
 		t.Fatalf("pending leaves %+v", l)
 	}
 	if slicesContains(s.ai.Collections(), s.c) {

@@ -108,8 +108,8 @@ func (d *Device) planStartOver(eng *client.Device) startOverPlan {
 	// Of others' collections, those the user is in or has asked to join;
 	// not those they left or were removed from.
 	p.others = slices.DeleteFunc(p.others, func(c CollectionID) bool {
-		m := d.Membership(c)
-		return m != MembershipActive && m != MembershipWaiting
+		m, err := d.Membership(c)
+		return err != nil || m != MembershipActive && m != MembershipWaiting
 	})
 	return p
 }

@@ -23,8 +23,8 @@ func shareWith(t *testing.T, owner, d *Device, c CollectionID, name string) {
 	syncT(t, d)
 	syncT(t, owner)
 	syncT(t, d)
-	if st, err := d.CollectionState(c); err != nil || st != StateFollowing || d.Membership(c) != MembershipActive {
-		t.Fatalf("the shared collection: %v %v %v", st, d.Membership(c), err)
+	if st, err := d.CollectionState(c); err != nil || st != StateFollowing || membershipT(t, d, c) != MembershipActive {
+		t.Fatalf("the shared collection: %v %v %v", st, membershipT(t, d, c), err)
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/devstore"
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-	"github.com/ferry-sync/ferry/tandem/internal/roster"
 )
 
 // syncStatus is what the device knows of its last syncs. Device.mu guards it.
@@ -185,34 +183,27 @@ const (
 
 // CollectionState returns how the device follows collection c.
 func (d *Device) CollectionState(c CollectionID) (CollectionState, error) {
-	var out CollectionState
 	eng, err := d.engine()
 	if err != nil {
 		return "", err
 	}
-	err = eng.View(client.CollectionID(c), func(_ *record.State, r *roster.Roster, st roster.Status) {
-		switch st {
-		case roster.StatusFollowing:
-			out = StateFollowing
-			if r != nil && r.State().Deleted {
-				out = StateDeleted
-			} else if r != nil {
-				if _, listed := r.State().Member([32]byte(d.UserID())); !listed && everListedUser(r, d.UserID()) {
-					out = StateRemoved
-				}
-			}
-		case roster.StatusWaiting:
-			out = StateWaiting
-		case roster.StatusStalled:
-			out = StateStalled
-		default:
-			out = StateDead
-		}
-	})
+	s, err := eng.Standing(client.CollectionID(c), [32]byte(d.UserID()))
 	if err != nil {
-		return "", newErr(CodeNotFound, err, "no such list on this device")
+		return "", noCollection(err)
 	}
-	return out, nil
+	switch {
+	case s.Status == client.StatusFollowing && s.Deleted:
+		return StateDeleted, nil
+	case s.Status == client.StatusFollowing && s.Removed:
+		return StateRemoved, nil
+	case s.Status == client.StatusFollowing:
+		return StateFollowing, nil
+	case s.Status == client.StatusWaiting:
+		return StateWaiting, nil
+	case s.Status == client.StatusStalled:
+		return StateStalled, nil
+	}
+	return StateDead, nil
 }
 
 // Changed returns a channel that is closed at the next change of the

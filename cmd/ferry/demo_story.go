@@ -254,11 +254,17 @@ func (s *story) shareLink() error {
 	if err := s.sync(s.ben, s.laptop); err != nil {
 		return err
 	}
-	reqs := s.laptop.Requests(s.house)
+	reqs, err := s.laptop.Requests(s.house)
+	if err != nil {
+		return err
+	}
 	if len(reqs) != 1 {
 		return fmt.Errorf("the laptop sees %d requests, want Ben's", len(reqs))
 	}
-	waiting := s.ben.Membership(s.house)
+	waiting, err := s.ben.Membership(s.house)
+	if err != nil {
+		return err
+	}
 	if err := s.laptop.Approve(s.ctx, reqs[0].ID); err != nil {
 		return err
 	}
@@ -323,14 +329,12 @@ func (s *story) remove() error {
 	}
 	st, _ := s.aimee.CollectionState(s.house)
 	s.aimeeRemoved = st == tandem.StateRemoved
-	// Her note never reached the group: it leaves the shared list and is
-	// kept aside for her, marked not shared (§11.6, Device.Refused).
+	// Her edit went out after her removal: it is kept aside on her device,
+	// refused, not shown in the list (§11.6).
 	if rs, err := s.aimee.Refused(s.house); err == nil {
-		for _, e := range rs {
-			if e.Record() == s.paint && e.Field() == "note" && string(e.Value()) == "ask about primer" {
-				s.aimeeKeptEdit = true
-			}
-		}
+		s.aimeeKeptEdit = slices.ContainsFunc(rs, func(e tandem.RefusedEdit) bool {
+			return e.Record() == s.paint && e.Field() == "note" && string(e.Value()) == "ask about primer"
+		})
 	}
 	if err := s.phone.SetString(s.house, s.paint, "qty", "4"); err != nil { // settles the conflict, in the new epoch
 		return err

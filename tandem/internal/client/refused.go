@@ -42,6 +42,27 @@ type Refused struct {
 	Why   RefusedWhy
 }
 
+// Kinds of a refused write: its §9.1 op in a word.
+const (
+	EditSet    = "set"    // assigned a register field
+	EditAdd    = "add"    // added a set element
+	EditRemove = "remove" // removed a set element
+	EditDelete = "delete" // deleted the record
+)
+
+// Kind is what the refused write did (an Edit constant).
+func (r Refused) Kind() string {
+	switch r.Write.Op() {
+	case suite.OpAdd:
+		return EditAdd
+	case suite.OpRemove:
+		return EditRemove
+	case suite.OpDelete:
+		return EditDelete
+	}
+	return EditSet
+}
+
 // ErrRefused: a local write was refused (Refused says which and why).
 var ErrRefused = errors.New("tandem/client: the group would not accept this write")
 

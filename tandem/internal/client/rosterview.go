@@ -15,6 +15,21 @@ const (
 	RoleReader = roster.RoleReader
 )
 
+// ErrStateMismatch: a sharing change does not apply to the roster as it
+// stands, e.g. it names someone who is not a member (§8.2).
+var ErrStateMismatch = roster.ErrStateMismatch
+
+// Status is how the device follows a collection's roster chain (§9.4).
+type Status = roster.Status
+
+// The chain statuses package tandem tells apart; any other means dead
+// (§11.8).
+const (
+	StatusWaiting   = roster.StatusWaiting
+	StatusFollowing = roster.StatusFollowing
+	StatusStalled   = roster.StatusStalled
+)
+
 // Member is one entry of a roster (§8.1).
 type Member struct {
 	User [32]byte
@@ -45,6 +60,32 @@ func (d *Device) RosterView(c CollectionID) (RosterView, error) {
 		}
 	})
 	return v, err
+}
+
+// Standing is how a collection stands for one user: its roster chain's
+// status, whether its owner deleted it (§11.9), and whether the user was
+// removed from it (§13.2).
+type Standing struct {
+	Status  Status
+	Deleted bool
+	Removed bool // an earlier statement listed the user, the current state does not
+}
+
+// Standing returns how collection c stands for user u, read under one
+// lock.
+func (d *Device) Standing(c CollectionID, u [32]byte) (Standing, error) {
+	var s Standing
+	err := d.View(c, func(_ *record.State, r *roster.Roster, st roster.Status) {
+		s.Status = st
+		if r == nil {
+			return
+		}
+		state := r.State()
+		s.Deleted = state.Deleted
+		_, listed := state.Member(u)
+		s.Removed = !listed && everListed(r, u)
+	})
+	return s, err
 }
 
 // Member returns user u's entry in the view, if listed.

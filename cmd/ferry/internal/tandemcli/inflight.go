@@ -64,7 +64,10 @@ func (a *app) listChangeCmd(lc listChange) *cobra.Command {
 
 // inFlight is the change another device left unfinished in l, or an error.
 func inFlight(s *session, l listInfo) (string, error) {
-	what, ok := s.dev.ChangeInFlight(l.id)
+	what, ok, err := s.dev.ChangeInFlight(l.id)
+	if err != nil {
+		return "", err
+	}
 	if !ok {
 		return "", failf("not_found", "no change started on another device is waiting in %s", l.Name)
 	}

@@ -64,8 +64,12 @@ func oneList(d *tandem.Device, c tandem.CollectionID) (listInfo, error) {
 	if l.State, err = d.CollectionState(c); err != nil {
 		return l, err
 	}
-	l.Removed = d.Removed(c)
-	l.Role = d.Role(c)
+	if l.Removed, err = d.Removed(c); err != nil {
+		return l, err
+	}
+	if l.Role, err = d.Role(c); err != nil {
+		return l, err
+	}
 	recs, err := d.Records(c)
 	if err != nil {
 		return l, err

@@ -71,15 +71,26 @@ func members(d *tandem.Device, l listInfo) (membersOut, error) {
 	if err != nil {
 		return out, err
 	}
-	left := d.PendingLeaves(l.id)
+	left, err := d.PendingLeaves(l.id)
+	if err != nil {
+		return out, err
+	}
+	invites, err := d.OpenInvites(l.id)
+	if err != nil {
+		return out, err
+	}
+	reqs, err := d.Requests(l.id)
+	if err != nil {
+		return out, err
+	}
 	for _, m := range ms {
 		out.Members = append(out.Members, memberOut{Name: m.Name, User: m.User.String(), Role: string(m.Role), You: m.User == d.UserID(),
 			Left: slices.ContainsFunc(left, func(x tandem.Member) bool { return x.User == m.User })})
 	}
-	for _, i := range d.OpenInvites(l.id) {
+	for _, i := range invites {
 		out.Invites = append(out.Invites, inviteOut{Role: string(i.Role), AutoApprove: i.AutoApprove, MaxUses: i.MaxUses, Expires: i.Expires.UTC()})
 	}
-	for _, r := range d.Requests(l.id) {
+	for _, r := range reqs {
 		out.Waiting = append(out.Waiting, newRequestOut(r, l))
 	}
 	return out, nil

@@ -18,7 +18,10 @@ func notices(d *tandem.Device, dir string) map[string]string {
 		return out
 	}
 	for _, l := range lists {
-		for _, r := range d.Requests(l.id) {
+		// A list deleted since allLists has nothing to say: its queries'
+		// errors leave its notices out.
+		reqs, _ := d.Requests(l.id)
+		for _, r := range reqs {
 			id := short(requestID(r))
 			msg := fmt.Sprintf("%s wants to join %s (ferry approve %s, or ferry decline %s)", disp(r.Name), disp(l.Name), id, id)
 			if r.PreviouslyRemoved {
@@ -26,10 +29,11 @@ func notices(d *tandem.Device, dir string) map[string]string {
 			}
 			out["request "+r.ID] = msg
 		}
-		for _, m := range d.PendingLeaves(l.id) {
+		leaves, _ := d.PendingLeaves(l.id)
+		for _, m := range leaves {
 			out["left "+l.ID+" "+m.User.String()] = fmt.Sprintf("%s left %s. (ferry remove %s %q confirms it)", disp(m.Name), disp(l.Name), short(l.ID), m.Name)
 		}
-		if what, ok := d.ChangeInFlight(l.id); ok {
+		if what, ok, _ := d.ChangeInFlight(l.id); ok {
 			out["inflight "+l.ID+" "+what] = fmt.Sprintf("Another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s.", what, short(l.ID), short(l.ID))
 		}
 		switch {

@@ -45,7 +45,11 @@ func allRequests(d *tandem.Device) ([]requestOut, error) {
 	}
 	out := []requestOut{}
 	for _, l := range lists {
-		for _, r := range d.Requests(l.id) {
+		reqs, err := d.Requests(l.id)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range reqs {
 			out = append(out, newRequestOut(r, l))
 		}
 	}

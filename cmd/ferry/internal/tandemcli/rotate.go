@@ -55,7 +55,7 @@ func (a *app) sharingChange(c *cobra.Command, s *session, l listInfo, fn func(ct
 	defer cancel()
 	err := a.withProgress(s, "Changing who the list is shared with", func() error { return fn(ctx) })
 	s.saveState(err)
-	if what, ok := s.dev.ChangeInFlight(l.id); ok && tandem.CodeOf(err) == tandem.CodeInFlight {
+	if what, ok, _ := s.dev.ChangeInFlight(l.id); ok && tandem.CodeOf(err) == tandem.CodeInFlight {
 		// §11.7: this device can finish or discard the other one's change.
 		return failf("in_flight", "another of your devices started %s and didn't finish: ferry finish %s, or ferry discard %s, first", what, short(l.ID), short(l.ID))
 	}

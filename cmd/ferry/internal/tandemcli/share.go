@@ -302,7 +302,8 @@ func (a *app) waitJoined(ctx context.Context, s *session, c tandem.CollectionID)
 	done := make(chan error, 1)
 	go func() { done <- s.dev.Run(ctx) }()
 	for {
-		switch s.dev.Membership(c) {
+		// Until the request is written here the list is unknown: keep waiting.
+		switch st, _ := s.dev.Membership(c); st {
 		case tandem.MembershipActive, tandem.MembershipDeclined:
 			cancel()
 			<-done
@@ -327,7 +328,7 @@ type membershipOut struct {
 
 func membership(d *tandem.Device, j pendingJoin) membershipOut {
 	id, _ := tandem.ParseCollectionID(j.List)
-	st := d.Membership(id)
+	st, _ := d.Membership(id) // unknown until the request is written here: MembershipNone, waiting
 	name := j.Hint
 	if names, err := d.Name(id); err == nil && len(names) > 0 {
 		name = names[0].String()
@@ -344,7 +345,8 @@ func membership(d *tandem.Device, j pendingJoin) membershipOut {
 	case tandem.MembershipWaiting, tandem.MembershipNone:
 		out.State, out.Message = "waiting", fmt.Sprintf("Waiting for %s to let you in.", disp(owner))
 	case tandem.MembershipDeclined: // by the owner, or because the invite no longer admits anyone
-		out.Message = disp(d.WhyDeclined(id).Message(j.Owner, name))
+		why, _ := d.WhyDeclined(id) // known: Membership just said declined
+		out.Message = disp(why.Message(j.Owner, name))
 	case tandem.MembershipActive:
 		out.Message = fmt.Sprintf("You're in: %s is on this device.", disp(name))
 	case tandem.MembershipLeft:

@@ -242,7 +242,7 @@ func status(s *session) (statusOut, error) {
 		if l.Removed {
 			state = "removed"
 		}
-		what, _ := s.dev.ChangeInFlight(l.id)
+		what, _, _ := s.dev.ChangeInFlight(l.id)
 		rs, _ := s.dev.Refused(l.id)
 		if len(rs) > 0 && (state == "synced" || state == "behind") {
 			state = "not shared"

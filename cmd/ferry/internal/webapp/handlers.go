@@ -161,17 +161,21 @@ func notices(d *tandem.Device) []noticeView {
 	}
 	for _, l := range lists {
 		c, _ := tandem.ParseCollectionID(l.ID)
-		for _, r := range d.Requests(c) {
+		// A list deleted since allLists has nothing to say: its queries'
+		// errors leave its notices out.
+		reqs, _ := d.Requests(c)
+		for _, r := range reqs {
 			msg := fmt.Sprintf("%s wants to join %s.", r.Name, l.Name)
 			if r.PreviouslyRemoved {
 				msg = fmt.Sprintf("%s was removed from %s. Add them again?", r.Name, l.Name)
 			}
 			out = append(out, noticeView{msg, "/l/" + l.ID + "/share"})
 		}
-		for _, m := range d.PendingLeaves(c) {
+		leaves, _ := d.PendingLeaves(c)
+		for _, m := range leaves {
 			out = append(out, noticeView{fmt.Sprintf("%s left %s.", m.Name, l.Name), "/l/" + l.ID + "/share"})
 		}
-		if what, ok := d.ChangeInFlight(c); ok {
+		if what, ok, _ := d.ChangeInFlight(c); ok {
 			out = append(out, noticeView{fmt.Sprintf("Another of your devices started %s and didn't finish it.", what), "/l/" + l.ID + "/share"})
 		}
 		if l.Notice != "" && (l.Ended || l.State == tandem.StateStalled) {

@@ -54,6 +54,15 @@ type newInvite struct {
 	Expires  time.Time
 }
 
+// known is err, unless it says the list is not on this device (deleted
+// since the page was asked for): then the share page shows it empty.
+func known(err error) error {
+	if tandem.CodeOf(err) == tandem.CodeNotFound {
+		return nil
+	}
+	return err
+}
+
 func (s *server) sharePage(r *http.Request, p *tandemcli.Profile) (string, any, error) {
 	d := p.Device()
 	c, l, err := listOfReq(r, d)
@@ -62,23 +71,35 @@ func (s *server) sharePage(r *http.Request, p *tandemcli.Profile) (string, any, 
 	}
 	b := shareBody{List: l}
 	ms, err := d.Members(c)
-	if err != nil && tandem.CodeOf(err) != tandem.CodeNotFound {
+	if err := known(err); err != nil {
+		return "", nil, err
+	}
+	leaves, err := d.PendingLeaves(c)
+	if err := known(err); err != nil {
+		return "", nil, err
+	}
+	reqs, err := d.Requests(c)
+	if err := known(err); err != nil {
+		return "", nil, err
+	}
+	invites, err := d.OpenInvites(c)
+	if err := known(err); err != nil {
 		return "", nil, err
 	}
 	me := d.UserID()
 	for _, m := range ms {
 		b.Members = append(b.Members, memberView{Ref: userRef(m.User), Name: m.Name, Role: m.Role, You: m.User == me})
 	}
-	for _, m := range d.PendingLeaves(c) {
+	for _, m := range leaves {
 		b.Leaves = append(b.Leaves, memberView{Ref: userRef(m.User), Name: m.Name, Role: m.Role})
 	}
-	for _, q := range d.Requests(c) {
+	for _, q := range reqs {
 		b.Requests = append(b.Requests, requestView{ID: q.ID, Name: q.Name, Role: q.Role, PreviouslyRemoved: q.PreviouslyRemoved})
 	}
-	for _, i := range d.OpenInvites(c) {
+	for _, i := range invites {
 		b.Invites = append(b.Invites, inviteView{Role: i.Role, Auto: i.AutoApprove, Uses: i.MaxUses, Expires: i.Expires})
 	}
-	b.InFlight, _ = d.ChangeInFlight(c)
+	b.InFlight, _, _ = d.ChangeInFlight(c)
 	if id := r.URL.Query().Get("invite"); id != "" {
 		s.mu.Lock()
 		if inv, ok := s.shown[id]; ok && inv.list == c {
@@ -155,11 +176,15 @@ func (s *server) decide(approve bool) actFn {
 	return func(r *http.Request, p *tandemcli.Profile) (string, string, error) {
 		next, msg, err := onList(r, p, func(d *tandem.Device, c tandem.CollectionID, l listView) (string, error) {
 			id := r.PostFormValue("request")
-			i := slices.IndexFunc(d.Requests(c), func(q tandem.JoinRequest) bool { return q.ID == id })
+			reqs, err := d.Requests(c)
+			if err != nil {
+				return "", err
+			}
+			i := slices.IndexFunc(reqs, func(q tandem.JoinRequest) bool { return q.ID == id })
 			if i < 0 {
 				return "", badForm("That request is no longer waiting.")
 			}
-			q := d.Requests(c)[i]
+			q := reqs[i]
 			if approve {
 				return q.Name + " can now use " + l.Name + ".", d.Approve(r.Context(), id)
 			}
@@ -181,7 +206,11 @@ func memberOf(r *http.Request, d *tandem.Device, c tandem.CollectionID) (tandem.
 			return m, nil
 		}
 	}
-	for _, m := range d.PendingLeaves(c) {
+	leaves, err := d.PendingLeaves(c)
+	if err != nil {
+		return tandem.Member{}, err
+	}
+	for _, m := range leaves {
 		if userRef(m.User) == ref {
 			return m, nil
 		}

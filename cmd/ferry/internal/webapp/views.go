@@ -77,6 +77,10 @@ func listOf(d *tandem.Device, c tandem.CollectionID) (listView, error) {
 			}
 		}
 	}
+	membership, err := d.Membership(c)
+	if err != nil {
+		return l, err
+	}
 	live := !removed && l.State != tandem.StateDeleted && l.State != tandem.StateDead && l.State != tandem.StateStalled
 	l.CanEdit = live && (l.Role == tandem.RoleOwner || l.Role == tandem.RoleWriter)
 	l.Owner = live && l.Role == tandem.RoleOwner
@@ -91,10 +95,14 @@ func listOf(d *tandem.Device, c tandem.CollectionID) (listView, error) {
 		l.Notice = l.Name + " was deleted by its owner; it stays here, read-only."
 	case l.State == tandem.StateStalled:
 		l.Notice = l.Name + " can't sync until its owner's next change arrives; it is read-only meanwhile."
-	case d.Membership(c) == tandem.MembershipWaiting:
+	case membership == tandem.MembershipWaiting:
 		l.Notice = "Waiting for the owner to approve your request to join."
-	case d.Membership(c) == tandem.MembershipDeclined:
-		l.Notice = d.WhyDeclined(c).Message("", l.Name)
+	case membership == tandem.MembershipDeclined:
+		why, err := d.WhyDeclined(c)
+		if err != nil {
+			return l, err
+		}
+		l.Notice = why.Message("", l.Name)
 	case l.State == tandem.StateWaiting:
 		l.Notice = "Waiting for this list to arrive from the hub."
 	case l.Role == tandem.RoleReader:
@@ -107,7 +115,11 @@ func listOf(d *tandem.Device, c tandem.CollectionID) (listView, error) {
 func allLists(d *tandem.Device) ([]listView, error) {
 	var out []listView
 	for _, c := range d.Collections() {
-		if d.Membership(c) == tandem.MembershipLeft {
+		m, err := d.Membership(c)
+		if err != nil {
+			return nil, err
+		}
+		if m == tandem.MembershipLeft {
 			continue
 		}
 		l, err := listOf(d, c)
