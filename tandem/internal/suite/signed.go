@@ -81,3 +81,17 @@ func PairChallengeSigInput(p, ek [32]byte, n [16]byte) []byte {
 	b = append(b, ek[:]...)
 	return append(b, n[:]...)
 }
+
+// PairDeclineSigInput is what the showing device signs with the user key
+// when the person says no to a pairing request (not in §6.3;
+// docs/decisions/tandem-pairing-refusal.md), n being the nonce of the
+// challenge it answers:
+//
+//	"TANDEM-PAIR-DECLINE-V1" || P (32) || ek (32) || n (16)
+func PairDeclineSigInput(p, ek [32]byte, n [16]byte) []byte {
+	b := make([]byte, 0, len(prefixPairNoSg)+80)
+	b = append(b, prefixPairNoSg...)
+	b = append(b, p[:]...)
+	b = append(b, ek[:]...)
+	return append(b, n[:]...)
+}
