@@ -75,11 +75,7 @@ func LeaveSigInput(collection [16]byte, uid, at [32]byte) []byte {
 //
 //	"TANDEM-PAIR-CODE-V1" || P (32) || ek (32) || n (16)
 func PairChallengeSigInput(p, ek [32]byte, n [16]byte) []byte {
-	b := make([]byte, 0, len(prefixPairCodeSg)+80)
-	b = append(b, prefixPairCodeSg...)
-	b = append(b, p[:]...)
-	b = append(b, ek[:]...)
-	return append(b, n[:]...)
+	return pairSigInput(prefixPairCodeSg, p, ek, n)
 }
 
 // PairDeclineSigInput is what the showing device signs with the user key
@@ -89,8 +85,13 @@ func PairChallengeSigInput(p, ek [32]byte, n [16]byte) []byte {
 //
 //	"TANDEM-PAIR-DECLINE-V1" || P (32) || ek (32) || n (16)
 func PairDeclineSigInput(p, ek [32]byte, n [16]byte) []byte {
-	b := make([]byte, 0, len(prefixPairNoSg)+80)
-	b = append(b, prefixPairNoSg...)
+	return pairSigInput(prefixPairNoSg, p, ek, n)
+}
+
+// pairSigInput is prefix || P || ek || n.
+func pairSigInput(prefix string, p, ek [32]byte, n [16]byte) []byte {
+	b := make([]byte, 0, len(prefix)+80)
+	b = append(b, prefix...)
 	b = append(b, p[:]...)
 	b = append(b, ek[:]...)
 	return append(b, n[:]...)
