@@ -109,7 +109,8 @@ func (r *PairingRequest) Approve(ctx context.Context) error {
 // user's key, and its Device ends at once with CodePairing ("The other
 // device said no", docs/decisions/tandem-pairing-refusal.md; §6.3 has no
 // refusal). An error means it could not be told: it then ends at the
-// expiry. Declining again posts nothing more.
+// expiry. Declining again posts nothing more; an approved request cannot
+// be declined (CodePairing).
 func (r *PairingRequest) Decline(ctx context.Context) error {
 	return offerErr(r.r.Decline(ctx))
 }

@@ -43,8 +43,13 @@ func TestPairingDeclineTold(t *testing.T) { forPairNets(t, testPairingDeclineTol
 func testPairingDeclineTold(t *testing.T, n pairNet) {
 	_, offer, j, req := declineSetup(t, n)
 	ctx := t.Context()
-	if err := req.Decline(ctx); err != nil {
-		t.Fatal(err)
+	for range 2 { // declining twice posts one decline
+		if err := req.Decline(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := newEavesdropper(t, n.raw, offer.Payload()).count(t, pairing.KindDecline); got != 1 {
+		t.Fatalf("%d declines on the hub, want 1", got)
 	}
 	d, err := j.Device(ctx)
 	if d != nil || CodeOf(err) != CodePairing || !strings.Contains(err.(*Error).Message, "said no") {
@@ -108,5 +113,8 @@ func testPairingForgedDeclineIgnored(t *testing.T, n pairNet) {
 	defer b.Close()
 	if b.UserID() != a.UserID() {
 		t.Fatal("the new device is not the user")
+	}
+	if err := req.Decline(ctx); CodeOf(err) != CodePairing {
+		t.Fatalf("declining an approved request: %v", err)
 	}
 }

@@ -35,7 +35,7 @@ type Join struct {
 	code    string
 	n       [16]byte // the nonce of the challenge the code is from
 	done    bool     // the device was installed
-	failed  error    // the pairing was interfered with: it cannot go on
+	failed  error    // the pairing was interfered with or declined: it cannot go on
 	closed  bool
 	cancel  context.CancelFunc // ends a wait in progress (Close)
 

@@ -251,13 +251,18 @@ func (r *Request) Approve(ctx context.Context) error {
 // Decline returns. It then tells the new device, with a decline signed by
 // the user's key (docs/decisions/tandem-pairing-refusal.md), so that it
 // stops at once instead of at the expiry. An error means the new device
-// could not be told (the hub's, or ErrLocal); it then ends at the expiry.
-// Declining again, or after the offer ended, posts nothing more.
+// could not be told (the hub's error, ErrLocal, or ErrClosed after
+// Close); it then ends at the expiry. Declining again after a decline was
+// posted posts nothing more; an approved request cannot be declined
+// (ErrUsed).
 func (r *Request) Decline(ctx context.Context) error {
 	o := r.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if r.declined && r.decline != "" || o.approved == r {
+	switch {
+	case o.approved == r:
+		return ErrUsed
+	case r.decline != "":
 		return nil
 	}
 	r.declined = true
