@@ -17,6 +17,9 @@ import (
 const (
 	msgCodeExpired = "This code has expired. Ask for a new one."
 	msgOtherHub    = "This invite is for a different sync hub. Ferry can only use one hub at a time."
+	// msgPairDeclined ends a join the showing device said no to
+	// (docs/decisions/tandem-pairing-refusal.md).
+	msgPairDeclined = "The other device said no, so this device was not added. To try again, start adding a device there for a new code."
 )
 
 // PairingOffer is "Add a device" on a device that has the identity (§6.3):
@@ -101,9 +104,16 @@ func (r *PairingRequest) Approve(ctx context.Context) error {
 	return offerErr(r.r.Approve(ctx))
 }
 
-// Decline refuses the request: it can no longer be approved. Nothing is
-// posted (§6.3 defines no refusal); the new device ends at the expiry.
-func (r *PairingRequest) Decline() { r.r.Decline() }
+// Decline refuses the request: it can no longer be approved, whatever
+// Decline returns. The new device is told with a decline signed by the
+// user's key, and its Device ends at once with CodePairing ("The other
+// device said no", docs/decisions/tandem-pairing-refusal.md; §6.3 has no
+// refusal). An error means it could not be told: it then ends at the
+// expiry. Declining again posts nothing more; an approved request cannot
+// be declined (CodePairing).
+func (r *PairingRequest) Decline(ctx context.Context) error {
+	return offerErr(r.r.Decline(ctx))
+}
 
 // Close ends the offer (a Next in progress returns CodePairing) and
 // removes its messages from the hub: all of them if nothing was approved;
@@ -205,7 +215,8 @@ func (j *PairingJoin) Code(ctx context.Context) (string, error) {
 // identity in dir with a device ID of its own (§5.3), removes the pairing
 // messages from the hub, and returns the open device: home and every
 // active membership are found at its next Sync. No approval in time gives
-// CodeExpired, and dir stays as it was.
+// CodeExpired, and dir stays as it was. A decline from the showing device
+// ends it at once with CodePairing ("The other device said no, …").
 func (j *PairingJoin) Device(ctx context.Context) (*Device, error) {
 	var d *Device
 	err := j.j.Complete(ctx, func(secret [32]byte) error {
@@ -260,6 +271,9 @@ func offerErr(err error) error {
 }
 
 func joinErr(err error) error {
+	if errors.Is(err, pairing.ErrDeclined) {
+		return newErr(CodePairing, err, msgPairDeclined)
+	}
 	if errors.Is(err, pairing.ErrClosed) {
 		return newErr(CodePairing, err, "this pairing was closed: scan a new code")
 	}

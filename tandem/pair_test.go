@@ -256,7 +256,7 @@ func TestPairingOneApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1.Decline()
+	r1.Decline(ctx)
 	if err := r1.Approve(ctx); CodeOf(err) != CodePairing {
 		t.Fatalf("approving a declined request: %v", err)
 	}

@@ -152,7 +152,8 @@ type grant struct {
 	id           hub.ID
 	coll         CollectionID
 	at, epoch, k [32]byte
-	owner        [32]byte
+	sig          [64]byte
+	owner        [32]byte // set by checkGrant
 }
 
 // joinPayload is the kind-3 join request (§11.2).
@@ -255,20 +256,40 @@ func (d *Device) stashInbox(b hub.Body, ch *channel) error {
 	default:
 		return errIgnore // newer types
 	}
-	// A key only for a collection the device asked to join or follows (§11.4).
-	if state != stateReq && state != stateActive {
+	// Checked after the pull (checkGrant), once home holds what this
+	// pull brought: the request may have been made on another device of
+	// the user (docs/decisions/tandem-grant-other-device.md).
+	d.share.grants[b.ID] = &grant{id: b.ID, coll: c, at: p.At, epoch: p.Epoch, k: p.K, sig: p.Sig}
+	d.mark(b.ID, MsgPending)
+	return errStashed
+}
+
+// checkGrant decides whether a stashed grant may be judged: a key only for
+// a collection the user asked to join or follows (§11.4), signed by its
+// owner. It is called after the pull, so a request another device of the
+// user made is known from home. A grant for a membership the user has
+// since left answers a request already over: errIgnore, not a refusal; one
+// for a collection the user never asked to join is refused
+// (docs/decisions/tandem-grant-other-device.md). d.mu is held.
+func (d *Device) checkGrant(g *grant) error {
+	rec := suite.NamedRecordID(membershipName(g.coll))
+	switch d.regString(d.home, rec, fieldState) {
+	case stateReq, stateActive:
+	case "":
 		return fmt.Errorf("%w: a grant for a collection this user never asked to join", ErrGrant)
+	default:
+		d.log.Info("tandem/client: a grant for a membership that is over; passed over", "collection", g.coll)
+		return errIgnore
 	}
-	owner, ok := d.expectedOwner(c, rec)
+	owner, ok := d.expectedOwner(g.coll, rec)
 	if !ok {
 		return fmt.Errorf("%w: owner of the collection unknown", ErrGrant)
 	}
-	if !suite.VerifyStrict(owner[:], suite.GrantSigInput(d.id.UID, p.C, p.At, p.Epoch, p.K), p.Sig[:]) {
+	if !suite.VerifyStrict(owner[:], suite.GrantSigInput(d.id.UID, [16]byte(g.coll), g.at, g.epoch, g.k), g.sig[:]) {
 		return fmt.Errorf("%w: grant not signed by the collection's owner (§11.4)", ErrGrant)
 	}
-	d.share.grants[b.ID] = &grant{id: b.ID, coll: c, at: p.At, epoch: p.Epoch, k: p.K, owner: owner}
-	d.mark(b.ID, MsgPending)
-	return errStashed
+	g.owner = owner
+	return nil
 }
 
 // expectedOwner is the owner a grant for c must come from: the followed
@@ -328,6 +349,17 @@ func (d *Device) judgeShares(rep *SyncReport) bool {
 	}
 	more := false
 	for id, g := range d.share.grants {
+		switch err := d.checkGrant(g); {
+		case errors.Is(err, errIgnore):
+			delete(d.share.grants, id)
+			d.mark(id, MsgDone)
+			rep.Ignored++
+			continue
+		case err != nil:
+			delete(d.share.grants, id)
+			d.reject(rep, id, d.id.InboxTag, [32]byte{}, err)
+			continue
+		}
 		done, followed, err := d.judgeGrant(g)
 		more = more || followed
 		switch {

@@ -75,17 +75,28 @@ func (c *Channel) Post(ctx context.Context, m Msg) (hub.ID, error) {
 
 // destroyMine removes the messages this side posted (best effort).
 func (c *Channel) destroyMine(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
-	defer cancel()
 	c.mu.Lock()
 	var ids []hub.ID
 	for id := range c.mine {
 		ids = append(ids, id)
 	}
 	c.mu.Unlock()
+	c.destroyIDs(ctx, ids)
+}
+
+// destroyIDs removes the given messages of the channel (best effort); they
+// are no longer counted as this side's.
+func (c *Channel) destroyIDs(ctx context.Context, ids []hub.ID) {
 	if len(ids) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, pairIOTimeout)
+	defer cancel()
+	c.mu.Lock()
+	for _, id := range ids {
+		delete(c.mine, id)
+	}
+	c.mu.Unlock()
 	if err := c.store.Destroy(ctx, ids); err != nil {
 		c.log.Info("pairing: messages left on the hub", "n", len(ids), "err", err)
 	}
@@ -116,6 +127,7 @@ func (c *Channel) read(ctx context.Context) ([]Msg, error) {
 		for _, b := range bodies {
 			c.charge(int64(len(b.Envelope)) - sizes[b.ID]) // what the size Changes gave did not cover
 			if m, ok := c.Open(b); ok {
+				m.ID = b.ID
 				out = append(out, m)
 			}
 		}

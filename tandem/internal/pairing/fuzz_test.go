@@ -57,6 +57,7 @@ func FuzzPairMessage(f *testing.F) {
 		{Kind: KindRequest, Name: "Jesper's laptop", EK: [32]byte{1}},
 		{Kind: KindChallenge, EK: [32]byte{1}, N: [16]byte{2}, Sig: [64]byte{3}},
 		{Kind: KindReply, EK: [32]byte{1}, Sealed: make([]byte, 80)},
+		{Kind: KindDecline, EK: [32]byte{1}, Sig: [64]byte{3}},
 	} {
 		b, _ := m.Encode()
 		f.Add(b)
@@ -67,7 +68,7 @@ func FuzzPairMessage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m.Kind < KindRequest || m.Kind > KindReply || len(m.Name) > MaxName || len(m.Sealed) > maxReply {
+		if m.Kind < KindRequest || m.Kind > KindDecline || len(m.Name) > MaxName || len(m.Sealed) > maxReply {
 			t.Fatalf("accepted %+v", m)
 		}
 		again, err := m.Encode()
@@ -101,5 +102,34 @@ func TestNameControls(t *testing.T) {
 	}
 	if !NameOK("Jesper's 👨‍👩‍👧 iPad") {
 		t.Fatal("an emoji sequence refused")
+	}
+}
+
+// A decline has only "ek" and "decline": a version that knows the three
+// messages of §6.3 only finds the members of no one kind in it and ignores
+// it; and a decline mixed with another kind's members is refused
+// (docs/decisions/tandem-pairing-refusal.md).
+func TestDeclineMembers(t *testing.T) {
+	b, err := Msg{Kind: KindDecline, EK: [32]byte{1}, Sig: [64]byte{2}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		t.Fatal(err)
+	}
+	if len(members) != 2 || members["ek"] == nil || members["decline"] == nil {
+		t.Fatalf("a decline's members: %s", b)
+	}
+	m, err := ParseMsg(b)
+	if err != nil || m.Kind != KindDecline || m.Sig != [64]byte{2} {
+		t.Fatalf("decline read as %+v, %v", m, err)
+	}
+	sig := tjson.B64U(make([]byte, 64))
+	for _, extra := range []string{`"name":"a"`, `"n":"` + tjson.B64U(make([]byte, 16)) + `"`, `"sig":"` + sig + `"`, `"reply":"AAAA"`} {
+		mixed := `{"ek":"` + tjson.B64U(make([]byte, 32)) + `","decline":"` + sig + `",` + extra + `}`
+		if m, err := ParseMsg([]byte(mixed)); err == nil {
+			t.Fatalf("%s read as %+v", mixed, m)
+		}
 	}
 }

@@ -33,8 +33,9 @@ type Join struct {
 	waiting sync.Mutex // serializes Code and Complete
 	mu      sync.Mutex // guards what follows
 	code    string
-	done    bool  // the device was installed
-	failed  error // the pairing was interfered with: it cannot go on
+	n       [16]byte // the nonce of the challenge the code is from
+	done    bool     // the device was installed
+	failed  error    // the pairing was interfered with or declined: it cannot go on
 	closed  bool
 	cancel  context.CancelFunc // ends a wait in progress (Close)
 
@@ -130,6 +131,7 @@ func (j *Join) waitCode(ctx context.Context) (string, error) {
 		return code, nil
 	}
 	me := j.Pub()
+	var n [16]byte
 	err := j.ch.wait(ctx, j.pl.Exp, func(fresh []Msg) (bool, error) {
 		msgs := j.keep(fresh)
 		forged := false
@@ -138,7 +140,7 @@ func (j *Join) waitCode(ctx context.Context) (string, error) {
 				continue
 			}
 			if suite.VerifyStrict(j.pl.UID[:], suite.PairChallengeSigInput(j.pl.P, me, m.N), m.Sig[:]) {
-				code = suite.PairCode(j.pl.P, me, m.N)
+				code, n = suite.PairCode(j.pl.P, me, m.N), m.N
 				return true, nil
 			}
 			forged = true
@@ -156,7 +158,7 @@ func (j *Join) waitCode(ctx context.Context) (string, error) {
 		return "", err
 	}
 	j.mu.Lock()
-	j.code = code
+	j.code, j.n = code, n
 	j.mu.Unlock()
 	return code, nil
 }
@@ -195,7 +197,10 @@ func (j *Join) usable() error {
 // Complete waits for the showing device's approval (§6.3 steps 4 and 5),
 // after the code (it waits for that first if Code was not called), until
 // shortly after the QR code's expiry. The reply must hold the secret of
-// the user ID in the QR code; replies that don't are ignored. It then
+// the user ID in the QR code; replies that don't are ignored. A decline
+// signed with the user's key ends it at once with ErrDeclined, and the
+// join's messages are removed from the hub; one that does not check is
+// ignored (docs/decisions/tandem-pairing-refusal.md). It then
 // calls install with the user secret; when install succeeds the join is
 // done, its messages are removed from the hub and its connection closed.
 // An error of install is returned as it is, and the join stays usable.
@@ -217,6 +222,9 @@ func (j *Join) Complete(ctx context.Context, install func(secret [32]byte) error
 		msgs := j.keep(fresh)
 		msgs, checked = msgs[checked:], len(msgs)
 		for _, m := range msgs {
+			if m.Kind == KindDecline && m.EK == me && j.declined(ctx, m) {
+				return false, ErrDeclined
+			}
 			if m.Kind != KindReply || m.EK != me {
 				continue
 			}
@@ -242,6 +250,31 @@ func (j *Join) Complete(ctx context.Context, install func(secret [32]byte) error
 	j.ch.destroy(ctx, nil)
 	j.ch.store.Close()
 	return nil
+}
+
+// declined reports whether m, a decline for this device's key, is signed
+// with the user's key over the challenge this device answered; if so the
+// join is over and its messages (the request, the challenge and the
+// decline) are removed from the hub. j.waiting is held.
+func (j *Join) declined(ctx context.Context, m Msg) bool {
+	me := j.Pub()
+	j.mu.Lock()
+	n := j.n
+	j.mu.Unlock()
+	if !suite.VerifyStrict(j.pl.UID[:], suite.PairDeclineSigInput(j.pl.P, me, n), m.Sig[:]) {
+		j.ch.log.Warn("pairing: decline with a bad signature; ignored")
+		return false
+	}
+	j.mu.Lock()
+	j.failed = ErrDeclined
+	ids := make([]hub.ID, 0, len(j.got))
+	for _, g := range j.got {
+		ids = append(ids, g.ID)
+	}
+	j.mu.Unlock()
+	j.ch.destroyMine(ctx)
+	j.ch.destroyIDs(ctx, ids)
+	return true
 }
 
 // Close abandons the pairing (a Code or Complete in progress returns

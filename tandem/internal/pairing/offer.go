@@ -49,6 +49,7 @@ type Request struct {
 	code      string
 	challenge hub.ID // the message of its challenge
 	declined  bool   // guarded by o.mu
+	decline   hub.ID // the message telling the new device no; guarded by o.mu
 }
 
 // NewOffer starts an offer of the identity of user secret us on s (a hub
@@ -246,18 +247,43 @@ func (r *Request) Approve(ctx context.Context) error {
 	return nil
 }
 
-// Decline refuses the request: it can no longer be approved. Nothing is
-// posted (§6.3 defines no refusal); the new device ends at the expiry.
-func (r *Request) Decline() {
-	r.o.mu.Lock()
-	defer r.o.mu.Unlock()
+// Decline refuses the request: it can no longer be approved, whatever
+// Decline returns. It then tells the new device, with a decline signed by
+// the user's key (docs/decisions/tandem-pairing-refusal.md), so that it
+// stops at once instead of at the expiry. An error means the new device
+// could not be told (the hub's error, ErrLocal, or ErrClosed after
+// Close); it then ends at the expiry. Declining again after a decline was
+// posted posts nothing more; an approved request cannot be declined
+// (ErrUsed).
+func (r *Request) Decline(ctx context.Context) error {
+	o := r.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case o.approved == r:
+		return ErrUsed
+	case r.decline != "":
+		return nil
+	}
 	r.declined = true
+	if o.closed {
+		return ErrClosed
+	}
+	m := Msg{Kind: KindDecline, EK: r.ek}
+	copy(m.Sig[:], ed25519.Sign(o.id.SignKey, suite.PairDeclineSigInput(o.ch.p.Secret, r.ek, r.n)))
+	id, err := o.ch.Post(ctx, m)
+	if err != nil {
+		return err
+	}
+	r.decline = id
+	return nil
 }
 
 // Close ends the offer (a Next in progress returns ErrClosed) and removes
 // its messages from the hub: all of them if nothing was approved; after an
-// approval all but the approved challenge and the reply, which the new
-// device removes once it has read them. It closes the hub connection.
+// approval all but the approved challenge and the reply, and for a
+// declined request its challenge and decline, which the new device
+// removes once it has read them. It closes the hub connection.
 // Close is safe to call more than once.
 func (o *Offer) Close(ctx context.Context) error {
 	o.mu.Lock()
@@ -272,6 +298,11 @@ func (o *Offer) Close(ctx context.Context) error {
 	keep := map[hub.ID]bool{}
 	if o.approved != nil {
 		keep[o.approved.challenge], keep[o.reply] = true, true
+	}
+	for _, r := range o.reqs { // the new device removes them once it has read them
+		if r.decline != "" {
+			keep[r.challenge], keep[r.decline] = true, true
+		}
 	}
 	o.mu.Unlock()
 	o.next.Lock() // the Next in progress has returned

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/hubdesc"
 	"github.com/ferry-sync/ferry/tandem/internal/tjson"
 )
@@ -86,14 +87,17 @@ func ParsePayload(s string) (Payload, error) {
 	return pl, nil
 }
 
-// Kind says which of the three pairing messages a kind-3 plaintext is.
+// Kind says which of the pairing messages a kind-3 plaintext is.
 type Kind int
 
-// The three messages of the pairing channel.
+// The messages of the pairing channel: the three of §6.3 and the decline
+// (docs/decisions/tandem-pairing-refusal.md), which a version without it
+// reads as a message of no kind and ignores.
 const (
 	KindRequest   Kind = iota + 1 // { "name", "ek" }
 	KindChallenge                 // { "ek", "n", "sig" }
 	KindReply                     // { "ek", "reply" }
+	KindDecline                   // { "ek", "decline": sig }
 )
 
 // Msg is one message of the pairing channel (§6.3).
@@ -102,8 +106,9 @@ type Msg struct {
 	Name   string   // request
 	EK     [32]byte // every kind: the new device's one-time key
 	N      [16]byte // challenge
-	Sig    [64]byte // challenge
+	Sig    [64]byte // challenge, decline
 	Sealed []byte   // reply: HPKE enc || ct (§5.4)
+	ID     hub.ID   // the hub message it was read from (not on the wire)
 }
 
 // Encode writes m's plaintext.
@@ -126,6 +131,11 @@ func (m Msg) Encode() ([]byte, error) {
 			EK    tjson.Bytes `json:"ek"`
 			Reply tjson.Bytes `json:"reply"`
 		}{m.EK[:], m.Sealed}
+	case KindDecline:
+		j = struct {
+			EK      tjson.Bytes `json:"ek"`
+			Decline tjson.Bytes `json:"decline"`
+		}{m.EK[:], m.Sig[:]}
 	default:
 		return nil, fmt.Errorf("pairing: message of kind %d", m.Kind)
 	}
@@ -142,11 +152,19 @@ func ParseMsg(pt []byte) (Msg, error) {
 		N     *[16]byte `json:"n"`
 		Sig   *[64]byte `json:"sig"`
 		Reply *[]byte   `json:"reply"`
+		No    *[64]byte `json:"decline"`
 	}
 	if err := tjson.Unmarshal(pt, &j); err != nil {
 		return Msg{}, err
 	}
 	m := Msg{EK: j.EK}
+	if j.No != nil { // a decline has no other member
+		if j.Name != nil || j.N != nil || j.Sig != nil || j.Reply != nil {
+			return Msg{}, fmt.Errorf("pairing: message with the members of no one kind")
+		}
+		m.Kind, m.Sig = KindDecline, *j.No
+		return m, nil
+	}
 	switch {
 	case j.Name != nil && j.N == nil && j.Sig == nil && j.Reply == nil:
 		if !NameOK(*j.Name) {

@@ -32,6 +32,7 @@ const (
 	prefixKeyReq     = "TANDEM-KEYREQ-V1"
 	prefixLeave      = "TANDEM-LEAVE-V1"
 	prefixPairCodeSg = "TANDEM-PAIR-CODE-V1"
+	prefixPairNoSg   = "TANDEM-PAIR-DECLINE-V1" // docs/decisions/tandem-pairing-refusal.md
 )
 
 // Identity holds everything derived from a user secret US (§5.3, §5.6,

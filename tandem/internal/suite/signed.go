@@ -75,8 +75,23 @@ func LeaveSigInput(collection [16]byte, uid, at [32]byte) []byte {
 //
 //	"TANDEM-PAIR-CODE-V1" || P (32) || ek (32) || n (16)
 func PairChallengeSigInput(p, ek [32]byte, n [16]byte) []byte {
-	b := make([]byte, 0, len(prefixPairCodeSg)+80)
-	b = append(b, prefixPairCodeSg...)
+	return pairSigInput(prefixPairCodeSg, p, ek, n)
+}
+
+// PairDeclineSigInput is what the showing device signs with the user key
+// when the person says no to a pairing request (not in §6.3;
+// docs/decisions/tandem-pairing-refusal.md), n being the nonce of the
+// challenge it answers:
+//
+//	"TANDEM-PAIR-DECLINE-V1" || P (32) || ek (32) || n (16)
+func PairDeclineSigInput(p, ek [32]byte, n [16]byte) []byte {
+	return pairSigInput(prefixPairNoSg, p, ek, n)
+}
+
+// pairSigInput is prefix || P || ek || n.
+func pairSigInput(prefix string, p, ek [32]byte, n [16]byte) []byte {
+	b := make([]byte, 0, len(prefix)+80)
+	b = append(b, prefix...)
 	b = append(b, p[:]...)
 	b = append(b, ek[:]...)
 	return append(b, n[:]...)

@@ -105,11 +105,15 @@ func (a *app) pairLoop(c *cobra.Command, w io.Writer, offer *tandem.PairingOffer
 		}
 		stop()
 		if !a.confirmAlways(c, fmt.Sprintf("Add '%s'? Code %s", disp(req.Name()), sixDigits(req.Code()))) {
-			req.Decline()
+			told := req.Decline(c.Context()) == nil
 			if a.json {
-				emit(w, map[string]any{"declined": req.Name(), "code": req.Code()})
+				emit(w, map[string]any{"declined": req.Name(), "code": req.Code(), "told": told})
 			} else {
-				fmt.Fprintf(w, "Not added. Waiting for another request until %s.\n", offer.Expires().Local().Format("15:04:05"))
+				said := "Not added."
+				if !told {
+					said = "Not added (the new device could not be told, so it waits until the code expires)."
+				}
+				fmt.Fprintf(w, "%s Waiting for another request until %s.\n", said, offer.Expires().Local().Format("15:04:05"))
 			}
 			stop = a.countdown(c, offer.Expires())
 			continue

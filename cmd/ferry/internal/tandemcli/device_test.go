@@ -1,7 +1,9 @@
 package tandemcli_test
 
 import (
+	"errors"
 	"io"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +54,48 @@ func TestDeviceAddStepsAsideDovecot(t *testing.T) {
 	join.wait()
 	if out := b.ok("show", "House"); !strings.Contains(out, "Milk") {
 		t.Errorf("the new device lacks what was added while device add waited:\n%s", out)
+	}
+}
+
+// declineUser is the Dovecot account of TestDeviceJoinDeclinedDovecot,
+// used by no other test on Dovecot.
+const declineUser = "uma"
+
+// TestDeviceJoinDeclinedDovecot: device add answered no tells the new
+// device, whose device join ends long before the code expires (two
+// minutes) with one line saying the other device said no, and exit 1;
+// device add goes on waiting for another request
+// (docs/decisions/tandem-pairing-refusal.md).
+func TestDeviceJoinDeclinedDovecot(t *testing.T) {
+	addr, user, pass := imapAccount(t, "FERRY_DOVECOT_ADDR", "FERRY_DOVECOT_USERS", " ", declineUser, "10-dovecot.sh")
+	a, b := newDevice(t, "uma-laptop"), newDevice(t, "uma-phone")
+	a.ok("init", "--name", "Uma")
+	a.okIn(pass+"\n", "connect", "imap", addr, "--user", user, "--security", "none", "--password-file", "-")
+
+	add := a.start("device", "add")
+	add.prompt(`Show it\? \[y/N\] $`)
+	io.WriteString(add.stdin, "y\n")
+	payload := add.line(`^(\{"t":"pair".*\})$`)[1]
+
+	join := b.start("device", "join", payload, "--name", "Uma's phone")
+	code := join.line(`^Code (\d{3} \d{3})$`)[1]
+	add.prompt(`Add 'Uma's phone'\? Code ` + code + ` \[y/N\] `)
+	io.WriteString(add.stdin, "n\n")
+	add.line(`^Not added\. Waiting for another request`)
+
+	// Within a minute, while the code still works: the old behaviour
+	// waited for the expiry, two minutes.
+	msg := join.prompt(`ferry: [^\n]*\n`)[0]
+	if !strings.Contains(msg, "The other device said no") {
+		t.Errorf("device join after the no: %q", msg)
+	}
+	humanLine(t, msg)
+	err := join.cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("device join after the no: %v, want exit 1", err)
+	}
+	if r := b.run("lists"); r.code == 0 {
+		t.Errorf("the declined device has a profile with lists: %q", r.out)
 	}
 }

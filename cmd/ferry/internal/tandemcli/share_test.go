@@ -449,8 +449,8 @@ func TestPairingDeclined(t *testing.T) {
 	join := b.start("device", "join", payload, "--name", "Mallet")
 	code := join.line(`^Code (\d{3} \d{3})$`)[1]
 	add.prompt(`Add 'Mallet'\? Code ` + code + ` \[y/N\] `)
-	io.WriteString(add.stdin, "n\n")
-	add.line(`^Not added\. Waiting for another request until`)
+	// Ctrl-C on the new device while the question is asked (a "no" ends
+	// it by itself: TestDeviceJoinDeclinedDovecot).
 	join.cmd.Process.Signal(os.Interrupt)
 	join.errLine(t, "ferry: stopped: this device was not added")
 	if err := join.cmd.Wait(); join.cmd.ProcessState.ExitCode() != 130 {
@@ -459,6 +459,8 @@ func TestPairingDeclined(t *testing.T) {
 	if _, err := os.Stat(b.dir); err == nil {
 		t.Error("an interrupted device join left a profile")
 	}
+	io.WriteString(add.stdin, "n\n")
+	add.line(`^Not added\. Waiting for another request until`)
 	add.cmd.Process.Signal(os.Interrupt)
 	add.errLine(t, "ferry: stopped: no device was added")
 	add.cmd.Wait()

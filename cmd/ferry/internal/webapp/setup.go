@@ -376,8 +376,10 @@ func (s *server) deviceAnswer(r *http.Request, p *tandemcli.Profile) (string, st
 	}
 	q := o.reqs[i]
 	if r.PostFormValue("approve") != "yes" {
-		q.Decline()
 		o.reqs[i] = nil
+		if q.Decline(r.Context()) != nil {
+			return "/device", "Declined " + q.Name() + " (that device could not be told: it waits until its code expires).", nil
+		}
 		return "/device", "Declined " + q.Name() + ".", nil
 	}
 	if err := q.Approve(r.Context()); err != nil {
