@@ -38,10 +38,10 @@ func testGrantReadByOtherDevice(t *testing.T, n pairNet) {
 		t.Fatal(err)
 	}
 	syncT(t, b1)
-	for deadline := time.Now().Add(time.Minute); len(a.Requests(c)) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); len(requestsT(t, a, c)) == 0 && time.Now().Before(deadline); {
 		syncT(t, a)
 	}
-	reqs := a.Requests(c)
+	reqs := requestsT(t, a, c)
 	if len(reqs) != 1 {
 		t.Fatalf("the owner's requests: %+v", reqs)
 	}
@@ -59,7 +59,7 @@ func testGrantReadByOtherDevice(t *testing.T, n pairNet) {
 		}
 	}
 	for _, d := range []*Device{b1, b2} {
-		if m := d.Membership(c); m != MembershipActive {
+		if m := membershipT(t, d, c); m != MembershipActive {
 			t.Fatalf("%s after the approval: %q", d.dir, m)
 		}
 		if st := d.Status(); st.Rejected != 0 {
