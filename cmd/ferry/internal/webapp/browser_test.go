@@ -84,7 +84,7 @@ func TestBrowserTwoPeople(t *testing.T) {
 	pb.waitText("I was sent a link", actionWait)
 	pb.fill("join-link", link)
 	pb.click(`//section[@aria-labelledby="h-join"]`, "Ask to join")
-	pb.waitText("Waiting for Aimee to approve.", actionWait)
+	pb.waitText("Waiting for Aimee to let you in.", actionWait)
 
 	// Aimee's share page shows the request as it arrives; she approves.
 	pa.waitJS(`[...document.querySelectorAll("main button")].some(b => b.textContent.trim() === "Approve")`, syncWait)

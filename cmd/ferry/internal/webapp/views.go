@@ -96,7 +96,7 @@ func listOf(d *tandem.Device, c tandem.CollectionID) (listView, error) {
 	case l.State == tandem.StateStalled:
 		l.Notice = l.Name + " can't sync until its owner's next change arrives; it is read-only meanwhile."
 	case membership == tandem.MembershipWaiting:
-		l.Notice = "Waiting for the owner to approve your request to join."
+		l.Notice = "Waiting for the owner to let you in."
 	case membership == tandem.MembershipDeclined:
 		why, err := d.WhyDeclined(c)
 		if err != nil {
