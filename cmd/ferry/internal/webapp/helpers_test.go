@@ -213,7 +213,7 @@ func open(t *testing.T, b context.Context, name, link string) *page {
 }
 
 // actionWait bounds one browser action (a click, a navigation).
-const actionWait = 30 * time.Second
+var actionWait = realtest.Scale(30 * time.Second)
 
 func (p *page) do(as ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
