@@ -138,6 +138,7 @@ type Device struct {
 	delta       Delta                       // changes not yet given to the journal
 	staged      []Delta                     // what Sync merged, not yet given to the journal (stageSynced)
 	stagedItems int
+	stagedBytes int   // message bytes in staged (stagedSize)
 	broken      error // a journal commit failed after memory changed
 	damaged     int   // stored writes found damaged on restore (persist.go)
 	now         func() time.Time

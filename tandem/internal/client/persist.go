@@ -32,7 +32,7 @@ func (d *Device) commit() error {
 // Journal). d.mu is held.
 func (d *Device) commitSynced() error {
 	x := append(d.staged, d.delta)
-	d.staged, d.stagedItems = nil, 0
+	d.staged, d.stagedItems, d.stagedBytes = nil, 0, 0
 	d.delta = Delta{}
 	if d.journal == nil {
 		return nil
@@ -57,8 +57,29 @@ func (d *Device) commitSynced() error {
 // syncCommitItems is how many writes and message-index entries a pull
 // merges before it commits them: a first sync of a large collection is a
 // few large transactions, not one per fetched batch
-// (docs/decisions/tandem-client-pipeline.md).
-const syncCommitItems = 1 << 16
+// (docs/decisions/tandem-client-pipeline.md). syncCommitBytes bounds the
+// message bytes (held envelopes, fragments, statements) staged meanwhile,
+// so that a flood of large held messages is not kept twice in memory
+// until the end of the pull (docs/decisions/tandem-client-bounds.md).
+const (
+	syncCommitItems = 1 << 16
+	syncCommitBytes = 4 << 20
+)
+
+// stagedSize is what x adds to the staged bytes.
+func stagedSize(x *Delta) int {
+	n := 0
+	for _, h := range x.HeldAdd {
+		n += len(h.Envelope)
+	}
+	for _, f := range x.Fragments {
+		n += len(f.Payload)
+	}
+	for _, st := range x.Statements {
+		n += len(st.Payload)
+	}
+	return n
+}
 
 // stageSynced sets aside what Sync merged into memory for the next
 // commitSynced, and commits once enough is staged. A local edit's commit
@@ -68,9 +89,10 @@ func (d *Device) stageSynced() error {
 		return nil
 	}
 	d.stagedItems += len(d.delta.Writes) + len(d.delta.Msgs)
+	d.stagedBytes += stagedSize(&d.delta)
 	d.staged = append(d.staged, d.delta)
 	d.delta = Delta{}
-	if d.stagedItems < syncCommitItems {
+	if d.stagedItems < syncCommitItems && d.stagedBytes < syncCommitBytes {
 		return nil
 	}
 	return d.commitSynced()

@@ -35,10 +35,11 @@ import (
 // readAheadBytes how many envelope bytes they may hold together: the fetch
 // goroutine waits for the merge once that much is ahead of it, so a flood
 // of large messages costs at most readAheadBytes plus the batch being
-// fetched (docs/decisions/tandem-client-bounds.md), whatever readAhead.
+// fetched (docs/decisions/tandem-client-bounds.md), whatever readAhead:
+// each byte ahead costs about three once the workers opened and decoded it.
 const (
 	readAhead      = 16
-	readAheadBytes = 16 << 20
+	readAheadBytes = 2 << 20
 )
 
 // preOpened is the stateless part of opening one fetched message of a data
