@@ -405,6 +405,23 @@ func fakeSTARTTLS(t *testing.T, cfg *tls.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveConns(t, l, func(c net.Conn) {
+		fmt.Fprint(c, "* OK [CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED] hi\r\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		tag, _, _ := strings.Cut(line, " ")
+		if cfg == nil {
+			fmt.Fprintf(c, "%s BAD unknown command\r\n", tag)
+			return
+		}
+		fmt.Fprintf(c, "%s OK begin TLS\r\n", tag)
+		tls.Server(c, cfg).Handshake()
+	})
+	return l.Addr().String()
+}
+
+// serveConns accepts on l until the test ends (then l is closed) and runs
+// handle on each connection, with a 10 s deadline, closing it afterwards.
+func serveConns(t *testing.T, l net.Listener, handle func(net.Conn)) {
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
@@ -415,17 +432,8 @@ func fakeSTARTTLS(t *testing.T, cfg *tls.Config) string {
 			go func() {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(10 * time.Second))
-				fmt.Fprint(c, "* OK [CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED] hi\r\n")
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				tag, _, _ := strings.Cut(line, " ")
-				if cfg == nil {
-					fmt.Fprintf(c, "%s BAD unknown command\r\n", tag)
-					return
-				}
-				fmt.Fprintf(c, "%s OK begin TLS\r\n", tag)
-				tls.Server(c, cfg).Handshake()
+				handle(c)
 			}()
 		}
 	}()
-	return l.Addr().String()
 }

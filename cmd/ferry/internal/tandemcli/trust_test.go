@@ -108,19 +108,6 @@ func tlsServer(t *testing.T, name string, notAfter time.Time) (caPEM, addr strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				fmt.Fprint(c, "* OK hi\r\n")
-			}()
-		}
-	}()
+	serveConns(t, l, func(c net.Conn) { fmt.Fprint(c, "* OK hi\r\n") })
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), l.Addr().String()
 }
