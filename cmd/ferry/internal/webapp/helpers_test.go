@@ -283,7 +283,37 @@ func (p *page) goTo(path string) {
 // fill sets a field by its id.
 func (p *page) fill(id, value string) {
 	p.t.Helper()
-	p.do(chromedp.SetValue(chromedp.ID(id), value))
+	p.onNode(chromedp.SetValue(chromedp.ID(id), value))
+}
+
+// onNode runs an action on a node of the page, again if a live update
+// swapped the node out between finding it and acting on it (the browser
+// then answers that the node it was given is gone): a person's click or
+// typing lands on the fresh page, and so does the test's.
+func (p *page) onNode(a chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, actionWait)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, a)
+		if err == nil {
+			return
+		}
+		if !nodeGone(err) || ctx.Err() != nil {
+			p.t.Fatalf("%s: %v\npage: %s", p.name, err, p.text())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// nodeGone reports whether err is the browser saying a node the action
+// held was removed from the page.
+func nodeGone(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") ||
+		strings.Contains(s, "No node with given id found") ||
+		strings.Contains(s, "Node is detached from document") ||
+		strings.Contains(s, "node is not attached")
 }
 
 // click clicks the button whose text is label (the first one under
@@ -291,7 +321,7 @@ func (p *page) fill(id, value string) {
 func (p *page) click(within, label string) {
 	p.t.Helper()
 	before := eval[string](p, `String(performance.timeOrigin)`)
-	p.do(chromedp.Click(fmt.Sprintf(`(%s//button[normalize-space()=%q])[1]`, within, label)))
+	p.onNode(chromedp.Click(fmt.Sprintf(`(%s//button[normalize-space()=%q])[1]`, within, label)))
 	p.waitJS(fmt.Sprintf(`String(performance.timeOrigin) !== %q && document.readyState === "complete"`, before), actionWait)
 }
 

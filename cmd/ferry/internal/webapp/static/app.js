@@ -6,6 +6,10 @@
   if (!window.EventSource || !window.DOMParser || !window.fetch) return;
   var root = document.documentElement;
   var busy = false, again = false, pending = false;
+  // shown is the live part as the server last sent it: a fresh copy equal
+  // to it changes nothing and is not swapped in.
+  var live0 = document.getElementById("live");
+  var shown = live0 ? live0.outerHTML : "";
 
   // editing reports whether the user is typing in a field a swap would
   // reset: the swap waits until they leave it.
@@ -50,7 +54,10 @@
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("live"), cur = document.getElementById("live");
-        if (fresh && cur && !editing()) {
+        if (fresh && fresh.outerHTML === shown) {
+          // nothing new to show
+        } else if (fresh && cur && !editing()) {
+          shown = fresh.outerHTML;
           var focus = document.activeElement && document.activeElement.id;
           var kept = typed(cur);
           var flash = cur.querySelector(".flash");
