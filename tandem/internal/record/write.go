@@ -83,6 +83,7 @@ type Validator struct {
 	rules  Rules
 	named  map[[16]byte]bool
 	roster [16]byte
+	keys   suite.Keys // the authors' keys, decoded once (§5.5)
 }
 
 // NewValidator returns a validator for r.
@@ -146,7 +147,7 @@ func (v *Validator) Verify(body *suite.WriteBody, sig []byte) (*Verified, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	if !suite.VerifyStrict(body.Author[:], si, sig) {
+	if !v.keys.VerifyStrict(body.Author[:], si, sig) {
 		return nil, ErrSignature
 	}
 	return &Verified{body: cloneBody(body), id: suite.WriteID(si), sig: bytes.Clone(sig), ok: true}, nil

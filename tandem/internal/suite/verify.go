@@ -3,6 +3,7 @@ package suite
 import (
 	"crypto/sha512"
 	"crypto/subtle"
+	"sync"
 
 	"filippo.io/edwards25519"
 )
@@ -26,17 +27,28 @@ import (
 // crypto/ed25519.Verify accepts non-canonical and small-order public keys,
 // so it must not be used on its own. Details: docs/decisions/tandem-suite-verify.md.
 func VerifyStrict(publicKey, message, sig []byte) bool {
-	if len(publicKey) != 32 || len(sig) != 64 {
-		return false
-	}
-	if !canonicalPoint(publicKey) || !canonicalPoint(sig[:32]) {
-		return false
+	minusA, ok := strictKey(publicKey)
+	return ok && verifyWith(minusA, publicKey, message, sig)
+}
+
+// strictKey decodes publicKey under the rules of §5.5 (canonical, on the
+// curve, not of small order) and returns -A, which verification uses.
+func strictKey(publicKey []byte) (*edwards25519.Point, bool) {
+	if len(publicKey) != 32 || !canonicalPoint(publicKey) {
+		return nil, false
 	}
 	A, err := new(edwards25519.Point).SetBytes(publicKey)
-	if err != nil {
-		return false
+	if err != nil || smallOrder(A) {
+		return nil, false
 	}
-	if smallOrder(A) {
+	return A.Negate(A), true
+}
+
+// verifyWith checks sig over message by the key publicKey, whose decoding
+// -A strictKey accepted: R canonical, S below L, and the cofactorless
+// equation.
+func verifyWith(minusA *edwards25519.Point, publicKey, message, sig []byte) bool {
+	if len(sig) != 64 || !canonicalPoint(sig[:32]) {
 		return false
 	}
 	S, err := edwards25519.NewScalar().SetCanonicalBytes(sig[32:])
@@ -54,9 +66,47 @@ func VerifyStrict(publicKey, message, sig []byte) bool {
 	}
 	// [S]B - [k]A must equal R. R is canonical, so comparing encodings
 	// compares points.
-	minusA := new(edwards25519.Point).Negate(A)
 	R := new(edwards25519.Point).VarTimeDoubleScalarBaseMult(k, minusA, S)
 	return subtle.ConstantTimeCompare(R.Bytes(), sig[:32]) == 1
+}
+
+// Keys verifies signatures like VerifyStrict and remembers the public keys
+// it decoded and accepted, so that the many signatures of one author (a
+// first sync checks one per write) skip decoding and checking the key
+// again: each signature still gets its own full strict verification. It
+// holds at most keysHeld keys (it forgets them all when full, so junk keys
+// cost memory only up to that bound); a key it refused is not remembered.
+// Safe for concurrent use; the zero value is ready.
+type Keys struct {
+	mu sync.Mutex
+	m  map[[32]byte]*edwards25519.Point // -A, read-only once stored
+}
+
+// keysHeld bounds Keys: more authors than a collection has members.
+const keysHeld = 1024
+
+// VerifyStrict is the package's VerifyStrict, with k's remembered keys.
+func (k *Keys) VerifyStrict(publicKey, message, sig []byte) bool {
+	if len(publicKey) != 32 {
+		return false
+	}
+	pk := [32]byte(publicKey)
+	k.mu.Lock()
+	minusA := k.m[pk]
+	k.mu.Unlock()
+	if minusA == nil {
+		var ok bool
+		if minusA, ok = strictKey(publicKey); !ok {
+			return false
+		}
+		k.mu.Lock()
+		if k.m == nil || len(k.m) >= keysHeld {
+			k.m = make(map[[32]byte]*edwards25519.Point)
+		}
+		k.m[pk] = minusA
+		k.mu.Unlock()
+	}
+	return verifyWith(minusA, publicKey, message, sig)
 }
 
 // canonicalPoint reports whether the 32-byte little-endian encoding b is in

@@ -68,23 +68,60 @@ func TestVerifyStrictAgainstStdlib(t *testing.T) {
 		if !VerifyStrict(pub, msg, sig) {
 			t.Fatal("valid signature rejected")
 		}
+		var keys Keys // remembers pub from the first check on
+		if !keys.VerifyStrict(pub, msg, sig) {
+			t.Fatal("valid signature rejected with Keys")
+		}
 		for bit := range 8 * 64 {
 			s := append([]byte(nil), sig...)
 			s[bit/8] ^= 1 << (bit % 8)
 			if VerifyStrict(pub, msg, s) != ed25519.Verify(pub, msg, s) {
 				t.Fatalf("disagreement on sig bit %d", bit)
 			}
+			if keys.VerifyStrict(pub, msg, s) != VerifyStrict(pub, msg, s) {
+				t.Fatalf("Keys disagrees on sig bit %d", bit)
+			}
 		}
 		for bit := range 8 * 32 {
 			p := append([]byte(nil), pub...)
 			p[bit/8] ^= 1 << (bit % 8)
-			if VerifyStrict(p, msg, sig) {
+			if VerifyStrict(p, msg, sig) || keys.VerifyStrict(p, msg, sig) {
 				t.Fatalf("accepted under a modified key (bit %d)", bit)
 			}
 		}
 	}
-	if VerifyStrict(nil, nil, nil) || VerifyStrict(make([]byte, 32), nil, make([]byte, 63)) {
+	var keys Keys
+	if VerifyStrict(nil, nil, nil) || VerifyStrict(make([]byte, 32), nil, make([]byte, 63)) ||
+		keys.VerifyStrict(nil, nil, nil) || keys.VerifyStrict(make([]byte, 32), nil, make([]byte, 63)) {
 		t.Fatal("accepted wrong lengths")
+	}
+}
+
+// TestKeysBounded: a flood of distinct authors costs Keys at most keysHeld
+// remembered keys, refused keys are not remembered, and a key forgotten
+// when it was full still verifies.
+func TestKeysBounded(t *testing.T) {
+	var keys Keys
+	msg := []byte("m")
+	first := ed25519.NewKeyFromSeed(make([]byte, 32))
+	firstSig := ed25519.Sign(first, msg)
+	for i := range keysHeld + 10 {
+		sd := seed("keys", i, "ed")
+		priv := ed25519.NewKeyFromSeed(sd[:])
+		if !keys.VerifyStrict(priv.Public().(ed25519.PublicKey), msg, ed25519.Sign(priv, msg)) {
+			t.Fatalf("key %d: valid signature rejected", i)
+		}
+		if len(keys.m) > keysHeld {
+			t.Fatalf("Keys holds %d keys, more than %d", len(keys.m), keysHeld)
+		}
+	}
+	if !keys.VerifyStrict(first.Public().(ed25519.PublicKey), msg, firstSig) {
+		t.Fatal("a forgotten key no longer verifies")
+	}
+	n := len(keys.m)
+	bad := make([]byte, 32) // y = 0 is a point of small order... or none: refused either way
+	if keys.VerifyStrict(bad, msg, firstSig) || len(keys.m) != n {
+		t.Fatalf("a refused key was accepted or remembered (%d keys, was %d)", len(keys.m), n)
 	}
 }
 
@@ -114,8 +151,16 @@ func FuzzVerifyStrict(f *testing.F) {
 	f.Add([]byte(priv.Public().(ed25519.PublicKey)), msg, ed25519.Sign(priv, msg))
 	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
 		// Strict acceptance implies the standard library's acceptance.
-		if VerifyStrict(pub, msg, sig) && !ed25519.Verify(ed25519.PublicKey(pub), msg, sig) {
+		strict := VerifyStrict(pub, msg, sig)
+		if strict && !ed25519.Verify(ed25519.PublicKey(pub), msg, sig) {
 			t.Fatal("VerifyStrict accepted what crypto/ed25519 rejects")
+		}
+		// Remembering a key changes nothing: once primed with pub, and
+		// from cold.
+		var keys Keys
+		keys.VerifyStrict(pub, nil, make([]byte, 64))
+		if keys.VerifyStrict(pub, msg, sig) != strict || new(Keys).VerifyStrict(pub, msg, sig) != strict {
+			t.Fatal("Keys.VerifyStrict disagrees with VerifyStrict")
 		}
 	})
 }
