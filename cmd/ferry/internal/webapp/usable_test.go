@@ -3,9 +3,13 @@ package webapp_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/ferry-sync/ferry/internal/realtest"
 )
 
 // unlabelled lists the page's visible controls without an accessible name.
@@ -96,5 +100,37 @@ func TestBrowserStepsAside(t *testing.T) {
 	pg.waitText("Added Butter.", actionWait)
 	if out := p.ferry("show", id); !strings.Contains(out, "Butter") || !strings.Contains(out, "Bread") {
 		t.Errorf("ferry show after the app's add: %s", out)
+	}
+}
+
+// TestBrowserClickDuringUpdate: a live update that arrives while a button
+// is pressed waits for its release, so the click still lands. (Swapped in
+// between, the release met a fresh copy of the button and the browser
+// dropped the click: the CI failure of stop 29's second run.)
+func TestBrowserClickDuringUpdate(t *testing.T) {
+	br := browser(t)
+	p := newProfile(t, "aimee")
+	p.ferry("init", "--name", "Aimee")
+	p.ferry("new", "Groceries")
+	id := p.lists()[0].ID
+	pg := open(t, br, "aimee", p.app())
+	pg.goTo("/l/" + id)
+	pg.waitJS(`document.documentElement.dataset.live === "on"`, actionWait)
+	pg.fill("new-item", "Butter")
+	at := eval[[]float64](pg, `(r => [r.x + r.width / 2, r.y + r.height / 2])(
+		[...document.querySelectorAll("button")].find(b => b.textContent.trim() === "Add").getBoundingClientRect())`)
+	pg.do(chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at[0], at[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	p.ferry("add", id, "Bread") // the page hears of it while the button is down
+	shown := `[...document.querySelectorAll(".items .title")].some(e => e.textContent === "Bread")`
+	for end := time.Now().Add(realtest.Scale(liveWait)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if pg.has(shown) {
+			t.Fatal("the page swapped in an update while the button was pressed")
+		}
+	}
+	pg.do(chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at[0], at[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	pg.waitText("Added Butter.", actionWait)
+	pg.waitJS(shown, actionWait)
+	if out := p.ferry("show", id); !strings.Contains(out, "Butter") {
+		t.Errorf("the click was lost: ferry show: %s", out)
 	}
 }

@@ -11,9 +11,16 @@
   var live0 = document.getElementById("live");
   var shown = live0 ? live0.outerHTML : "";
 
+  // pressed is true from a pointer's press to its release: a swap in
+  // between would put the release on another node than the press, and the
+  // browser would drop the click. leaving is true once a form is sent: the
+  // page is on its way out.
+  var pressed = false, leaving = false;
+
   // editing reports whether the user is typing in a field a swap would
-  // reset: the swap waits until they leave it.
+  // reset, or clicking: the swap waits until they are done.
   function editing() {
+    if (pressed || leaving) return true;
     var a = document.activeElement;
     if (!a) return false;
     if (a.tagName === "TEXTAREA" && !a.readOnly) return true;
@@ -78,9 +85,16 @@
       });
   }
 
-  document.addEventListener("focusout", function () {
+  function later() {
     setTimeout(function () { if (pending && !editing()) { pending = false; refresh(); } }, 0);
-  });
+  }
+  document.addEventListener("focusout", later);
+  document.addEventListener("pointerdown", function () { pressed = true; }, true);
+  document.addEventListener("pointerup", function () { pressed = false; later(); }, true);
+  document.addEventListener("pointercancel", function () { pressed = false; later(); }, true);
+  window.addEventListener("blur", function () { pressed = false; later(); });
+  document.addEventListener("submit", function () { leaving = true; });
+  window.addEventListener("pageshow", function () { leaving = false; });
 
   var es = new EventSource("/events");
   es.addEventListener("open", function () { root.dataset.live = "on"; });
