@@ -33,7 +33,7 @@ func decodeInto(root Value, v any) error {
 		return fmt.Errorf("tjson: Unmarshal needs a non-nil pointer, not %T", v)
 	}
 	tmp := reflect.New(rv.Elem().Type())
-	if err := decodeValue(root, tmp.Elem(), ""); err != nil {
+	if err := decodeValue(root, tmp.Elem(), nil); err != nil {
 		return err
 	}
 	rv.Elem().Set(tmp.Elem())
@@ -45,9 +45,33 @@ var (
 	valueType       = reflect.TypeFor[Value]()
 )
 
-func withPath(err error, path string) error {
+// pathSeg is where a decoder is in the text, for errors: one member name
+// or array index below up (nil: the root). The decoders pass it down and
+// spell it out only for an error, so a text that decodes costs no strings.
+type pathSeg struct {
+	up    *pathSeg
+	name  string
+	index int // when elem
+	elem  bool
+}
+
+func (p *pathSeg) member(name string) *pathSeg { return &pathSeg{up: p, name: name} }
+func (p *pathSeg) at(i int) *pathSeg           { return &pathSeg{up: p, index: i, elem: true} }
+
+// String spells p out: ".writes[2].v", "" for the root.
+func (p *pathSeg) String() string {
+	if p == nil {
+		return ""
+	}
+	if p.elem {
+		return p.up.String() + "[" + strconv.Itoa(p.index) + "]"
+	}
+	return p.up.String() + "." + p.name
+}
+
+func withPath(err error, path *pathSeg) error {
 	if e, ok := err.(*Error); ok && e.Path == "" {
-		e.Path = path
+		e.Path = path.String()
 		if e.Path == "" {
 			e.Path = "."
 		}
@@ -56,7 +80,7 @@ func withPath(err error, path string) error {
 }
 
 // decodeValue decodes j into the settable rv.
-func decodeValue(j Value, rv reflect.Value, path string) error {
+func decodeValue(j Value, rv reflect.Value, path *pathSeg) error {
 	if rv.CanAddr() && rv.Addr().Type().Implements(unmarshalerType) {
 		return withPath(rv.Addr().Interface().(Unmarshaler).UnmarshalTJSON(j), path)
 	}
@@ -69,7 +93,11 @@ func decodeValue(j Value, rv reflect.Value, path string) error {
 		if rv.NumMethod() != 0 {
 			return fmt.Errorf("tjson: cannot decode into %s", rv.Type())
 		}
-		rv.Set(reflect.ValueOf(generic(j)))
+		if g := generic(j); g != nil {
+			rv.Set(reflect.ValueOf(g))
+		} else {
+			rv.SetZero() // null: reflect.ValueOf(nil) cannot be set
+		}
 		return nil
 	case reflect.Pointer:
 		if j.kind == KindNull {
@@ -139,14 +167,14 @@ func decodeValue(j Value, rv reflect.Value, path string) error {
 	return nil
 }
 
-func decodeSlice(j Value, rv reflect.Value, path string) error {
+func decodeSlice(j Value, rv reflect.Value, path *pathSeg) error {
 	elems, err := j.Elems()
 	if err != nil {
 		return withPath(err, path)
 	}
 	s := reflect.MakeSlice(rv.Type(), len(elems), len(elems))
 	for i, e := range elems {
-		if err := decodeValue(e, s.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
+		if err := decodeValue(e, s.Index(i), path.at(i)); err != nil {
 			return err
 		}
 	}
@@ -154,7 +182,7 @@ func decodeSlice(j Value, rv reflect.Value, path string) error {
 	return nil
 }
 
-func decodeArray(j Value, rv reflect.Value, path string) error {
+func decodeArray(j Value, rv reflect.Value, path *pathSeg) error {
 	if rv.Type().Elem().Kind() == reflect.Uint8 {
 		b, err := bytesOf(j, rv.Len())
 		if err != nil {
@@ -172,14 +200,14 @@ func decodeArray(j Value, rv reflect.Value, path string) error {
 			Detail: fmt.Sprintf("want %d elements, have %d", rv.Len(), len(elems))}, path)
 	}
 	for i, e := range elems {
-		if err := decodeValue(e, rv.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
+		if err := decodeValue(e, rv.Index(i), path.at(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func decodeMap(j Value, rv reflect.Value, path string) error {
+func decodeMap(j Value, rv reflect.Value, path *pathSeg) error {
 	if rv.Type().Key().Kind() != reflect.String {
 		return fmt.Errorf("tjson: cannot decode into %s", rv.Type())
 	}
@@ -190,7 +218,7 @@ func decodeMap(j Value, rv reflect.Value, path string) error {
 	m := reflect.MakeMapWithSize(rv.Type(), len(members))
 	for _, mem := range members {
 		ev := reflect.New(rv.Type().Elem()).Elem()
-		if err := decodeValue(mem.Value, ev, path+"."+mem.Name); err != nil {
+		if err := decodeValue(mem.Value, ev, path.member(mem.Name)); err != nil {
 			return err
 		}
 		m.SetMapIndex(reflect.ValueOf(mem.Name).Convert(rv.Type().Key()), ev)
@@ -199,7 +227,7 @@ func decodeMap(j Value, rv reflect.Value, path string) error {
 	return nil
 }
 
-func decodeStruct(j Value, rv reflect.Value, path string) error {
+func decodeStruct(j Value, rv reflect.Value, path *pathSeg) error {
 	if _, err := j.Members(); err != nil {
 		return withPath(err, path)
 	}
@@ -216,11 +244,11 @@ func decodeStruct(j Value, rv reflect.Value, path string) error {
 		mv, ok := j.Get(name)
 		if !ok {
 			if required {
-				return &Error{Reason: ErrMissing, Offset: j.off, Path: path + "." + name}
+				return &Error{Reason: ErrMissing, Offset: j.off, Path: path.member(name).String()}
 			}
 			continue
 		}
-		if err := decodeValue(mv, rv.Field(i), path+"."+name); err != nil {
+		if err := decodeValue(mv, rv.Field(i), path.member(name)); err != nil {
 			return err
 		}
 	}

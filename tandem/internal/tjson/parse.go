@@ -62,6 +62,30 @@ type parser struct {
 	data  []byte
 	pos   int
 	depth int
+	// members and elems are scratch stacks: an object or array collects
+	// its children on top and keeps an exactly sized copy when it closes,
+	// one allocation per container however many children it has.
+	members []Member
+	elems   []Value
+}
+
+// smallObject is how many members an object may have before its
+// duplicate check uses a map rather than comparing names one by one.
+const smallObject = 16
+
+// dupName reports whether name is already among the open object's members
+// (those on the stack from start), or in seen, once the object is large.
+func (p *parser) dupName(start int, name string, seen map[string]struct{}) bool {
+	if seen != nil {
+		_, dup := seen[name]
+		return dup
+	}
+	for _, m := range p.members[start:] {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Parse validates data as exactly one JSON value under the rules of §10.5
@@ -160,7 +184,9 @@ func (p *parser) object() (Value, error) {
 	}
 	p.pos++ // '{'
 	v := Value{kind: KindObject}
-	seen := map[string]struct{}{}
+	start := len(p.members)
+	defer func() { clear(p.members[start:]); p.members = p.members[:start] }()
+	var seen map[string]struct{} // from smallObject members on
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -177,10 +203,18 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if _, dup := seen[name]; dup {
+		if p.dupName(start, name, seen) {
 			return Value{}, &Error{Reason: ErrDuplicateName, Offset: nameOff, Detail: strconv.Quote(name)}
 		}
-		seen[name] = struct{}{}
+		if n := len(p.members) - start; n >= smallObject {
+			if seen == nil {
+				seen = make(map[string]struct{}, 2*n)
+				for _, m := range p.members[start:] {
+					seen[m.Name] = struct{}{}
+				}
+			}
+			seen[name] = struct{}{}
+		}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return Value{}, p.fail(ErrSyntax, "expected ':'")
@@ -191,7 +225,7 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		v.members = append(v.members, Member{Name: name, Value: mv})
+		p.members = append(p.members, Member{Name: name, Value: mv})
 		p.space()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail(ErrSyntax, "unterminated object")
@@ -202,6 +236,7 @@ func (p *parser) object() (Value, error) {
 		case '}':
 			p.pos++
 			p.depth--
+			v.members = append([]Member(nil), p.members[start:]...)
 			return v, nil
 		default:
 			return Value{}, p.fail(ErrSyntax, "expected ',' or '}'")
@@ -215,6 +250,8 @@ func (p *parser) array() (Value, error) {
 	}
 	p.pos++ // '['
 	v := Value{kind: KindArray}
+	start := len(p.elems)
+	defer func() { clear(p.elems[start:]); p.elems = p.elems[:start] }()
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
@@ -227,7 +264,7 @@ func (p *parser) array() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		v.elems = append(v.elems, ev)
+		p.elems = append(p.elems, ev)
 		p.space()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail(ErrSyntax, "unterminated array")
@@ -238,6 +275,7 @@ func (p *parser) array() (Value, error) {
 		case ']':
 			p.pos++
 			p.depth--
+			v.elems = append([]Value(nil), p.elems[start:]...)
 			return v, nil
 		default:
 			return Value{}, p.fail(ErrSyntax, "expected ',' or ']'")

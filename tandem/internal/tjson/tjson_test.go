@@ -181,3 +181,18 @@ func TestB64URejectsNewlines(t *testing.T) {
 		t.Fatalf("DecodeB64U(AAAA) = %x, %v", b, err)
 	}
 }
+
+// TestNullIntoInterface: null read into an interface value is nil (it
+// panicked, found by FuzzUnmarshal: testdata/fuzz/FuzzUnmarshal).
+func TestNullIntoInterface(t *testing.T) {
+	var v any = "old"
+	if err := Unmarshal([]byte("null"), &v); err != nil || v != nil {
+		t.Fatalf("null into any: %v, %v", v, err)
+	}
+	var s struct {
+		A any `json:"a"`
+	}
+	if err := Unmarshal([]byte(`{"a":null}`), &s); err != nil || s.A != nil {
+		t.Fatalf(`{"a":null}: %v, %v`, s.A, err)
+	}
+}
