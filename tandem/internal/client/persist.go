@@ -55,14 +55,14 @@ func (d *Device) commitSynced() error {
 }
 
 // syncCommitItems is how many writes and message-index entries a pull
-// merges before it commits them: a first sync of a large collection is a
-// few large transactions, not one per fetched batch
-// (docs/decisions/tandem-client-pipeline.md). syncCommitBytes bounds the
+// merges before it commits them: several fetched batches per transaction,
+// few enough that the workers keep verifying the read-ahead while it
+// commits (docs/decisions/tandem-client-pipeline.md). syncCommitBytes bounds the
 // message bytes (held envelopes, fragments, statements) staged meanwhile,
 // so that a flood of large held messages is not kept twice in memory
 // until the end of the pull (docs/decisions/tandem-client-bounds.md).
 const (
-	syncCommitItems = 1 << 16
+	syncCommitItems = 1 << 12
 	syncCommitBytes = 4 << 20
 )
 
