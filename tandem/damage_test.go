@@ -1,12 +1,14 @@
 package tandem
 
 import (
+	"bytes"
 	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
@@ -152,5 +154,72 @@ func TestFlippedByteInStoredValue(t *testing.T) {
 	rep := syncT(t, b)
 	if r, _ := b.Record(c, rec); rep.Rejected != 0 || r.Get("qty") != "2" || r.Get("title") != "Paint the door" {
 		t.Fatalf("the other device after the edit: %+v, %+v", rep, r)
+	}
+}
+
+// TestFlippedByteInUnsentMessage: an unsent message whose stored bytes
+// changed on disk is reported and never sent (before schema 3 it was sent
+// as it was read: junk to everyone else, and nothing said on this device).
+func TestFlippedByteInUnsentMessage(t *testing.T) {
+	srv := memhubServer(t)
+	opts := Options{Name: "Jesper", Store: memStore(srv), Logger: quiet()}
+	dir := filepath.Join(t.TempDir(), "dev")
+	a := openT(t, dir, opts)
+	if _, err := a.NewCollection("House"); err != nil { // not synced: its messages wait in the outbox
+		t.Fatal(err)
+	}
+	a.Close()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	var env []byte
+	if err := db.QueryRow("SELECT seq, envelope FROM outbox WHERE envelope IS NOT NULL ORDER BY seq LIMIT 1").Scan(&seq, &env); err != nil {
+		t.Fatalf("no unsent envelope to damage: %v", err)
+	}
+	env[len(env)/2] ^= 1
+	if _, err := db.Exec("UPDATE outbox SET envelope = ? WHERE seq = ?", env, seq); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	a = openT(t, dir, opts)
+	defer a.Close()
+	if n := a.DamagedOnOpen(); n != 1 {
+		t.Fatalf("DamagedOnOpen = %d, want 1", n)
+	}
+	syncT(t, a)
+	syncT(t, a)
+	s, err := memStore(srv)(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch, err := s.Changes(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []hub.ID
+	for _, m := range ch.Added {
+		ids = append(ids, m.ID)
+	}
+	bodies, err := s.Fetch(t.Context(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) == 0 {
+		t.Fatal("nothing was sent at all: the test shows nothing")
+	}
+	for _, b := range bodies {
+		if bytes.Equal(b.Envelope, env) {
+			t.Fatal("the damaged message was sent")
+		}
+	}
+	// Its row is gone: opening again finds nothing damaged.
+	a.Close()
+	a = openT(t, dir, opts)
+	if n := a.DamagedOnOpen(); n != 0 {
+		t.Fatalf("DamagedOnOpen after the drop was committed = %d, want 0", n)
 	}
 }

@@ -332,10 +332,12 @@ func (d *Device) deviceID(ctx context.Context, uid [32]byte, created bool) (clie
 	return id, nil
 }
 
-// DamagedOnOpen returns how many stored values failed their integrity
-// check when the device was opened (device.db changed on disk). Each was
-// dropped, never shown, and is read again from the hub at the next Sync;
-// one the hub no longer holds is gone from this device.
+// DamagedOnOpen returns how many stored values and unsent messages failed
+// their integrity check when the device was opened (device.db changed on
+// disk). A value was dropped, never shown, and is read again from the hub
+// at the next Sync; one the hub no longer holds is gone from this device.
+// An unsent message was dropped and is never sent: the edit or change it
+// carried did not reach the others.
 // docs/decisions/tandem-device-integrity.md.
 func (d *Device) DamagedOnOpen() int {
 	d.mu.Lock()

@@ -204,6 +204,9 @@ func (d *Device) Restore(ctx context.Context, src Source) error {
 	if dm, ok := src.(interface{ DamagedWrites() [][32]byte }); ok {
 		d.refetchDamaged(dm.DamagedWrites())
 	}
+	if dm, ok := src.(interface{ DamagedOutbox() []uint64 }); ok {
+		d.dropDamagedOutbox(dm.DamagedOutbox())
+	}
 	for _, coll := range d.colls {
 		d.settleState(coll, &SyncReport{}) // the rule, for what was loaded (refused.go); its marks are saved at the next commit
 	}
@@ -234,9 +237,27 @@ func (d *Device) refetchDamaged(ids [][32]byte) {
 	d.log.Warn("tandem/client: damaged writes in the device's database were dropped; their messages are read again from the hub", "writes", len(ids), "messages", again)
 }
 
-// DamagedWrites returns how many stored writes failed their integrity
-// check when the device was restored: each was dropped, never shown, and
-// the messages carrying it are read again from the hub.
+// dropDamagedOutbox handles unsent messages whose outbox rows the store
+// found damaged and left out: they are never sent (a changed envelope
+// would reach the others as junk, a changed channel in the wrong place),
+// their rows are deleted at the next commit, and they are reported
+// (DamagedWrites) and logged. d.mu is held.
+func (d *Device) dropDamagedOutbox(seqs []uint64) {
+	if len(seqs) == 0 {
+		return
+	}
+	d.damaged += len(seqs)
+	for _, seq := range seqs {
+		d.outSeq = max(d.outSeq, seq) // a new entry must not take a seq whose row is still there
+		d.delta.OutDel = append(d.delta.OutDel, seq)
+	}
+	d.log.Error("tandem/client: damaged unsent messages in the device's database were dropped and will not be sent", "messages", len(seqs))
+}
+
+// DamagedWrites returns how many stored writes and unsent messages failed
+// their integrity check when the device was restored: a write was dropped,
+// never shown, and the messages carrying it are read again from the hub;
+// an unsent message was dropped without being sent.
 func (d *Device) DamagedWrites() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/ferry-sync/ferry/tandem/internal/client"
 )
 
-// Stored writes carry a checksum, checked whenever a row is read back:
+// Stored writes and outbox entries carry a checksum, checked whenever a row is read back:
 // a row whose bytes changed on disk (a flipped bit, a torn page the file
 // system did not catch) is dropped and reported, never shown as someone's
 // value or published again; the client fetches it again from the hub
@@ -40,6 +42,45 @@ func (r *source) intact(id [32]byte, scope [16]byte, stored, sum []byte) bool {
 	r.damaged = append(r.damaged, id)
 	return false
 }
+
+// outSum is the checksum column of an outbox row: a version byte (1) and
+// the CRC-32C of every other column, each variable-length one preceded by
+// its length, so that no change of one column can be offset by another.
+func outSum(o *client.SavedOut) []byte {
+	b := binary.BigEndian.AppendUint64(nil, o.Seq)
+	for _, f := range [][]byte{[]byte(o.Channel), o.Envelope, o.Rec[:], o.Writes} {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
+	b = append(b, flag(o.Dirty), o.Kind, flag(o.Auto))
+	return binary.BigEndian.AppendUint32([]byte{1}, crc32.Checksum(b, castagnoli))
+}
+
+func flag(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// outIntact reports whether an outbox row matches its checksum (recLen is
+// the stored rec's length, which must be 16 for a checked row), and
+// records it as damaged if not. A row written before schema 3 has none
+// and is taken as it is.
+func (r *source) outIntact(o *client.SavedOut, recLen int, sum []byte) bool {
+	if len(sum) == 0 {
+		return true
+	}
+	if recLen == len(o.Rec) && bytes.Equal(sum, outSum(o)) {
+		return true
+	}
+	r.damagedOut = append(r.damagedOut, o.Seq)
+	return false
+}
+
+// DamagedOutbox lists the outbox entries whose rows failed their checksum
+// in the reads so far: unsent messages that must not be sent.
+func (r *source) DamagedOutbox() []uint64 { return r.damagedOut }
 
 // DamagedWrites lists the writes whose rows failed their checksum in the
 // reads so far (client.Device.Restore asks).

@@ -96,7 +96,7 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		}
 	}
 	for _, o := range d.OutAdd {
-		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes, auto) VALUES(?, ?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes, o.Auto); err != nil {
+		if err := exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes, auto, crc) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", int64(o.Seq), o.Channel, o.Envelope, o.Rec[:], o.Dirty, int(o.Kind), o.Writes, o.Auto, outSum(&o)); err != nil {
 			return err
 		}
 	}
@@ -159,8 +159,9 @@ func DecodeHLC(b []byte) (suite.HLC, error) {
 func (s *DB) Source() client.Source { return &source{db: s.db} }
 
 type source struct {
-	db      *sql.DB
-	damaged [][32]byte // writes whose rows failed their checksum (integrity.go)
+	db         *sql.DB
+	damaged    [][32]byte // writes whose rows failed their checksum (integrity.go)
+	damagedOut []uint64   // outbox entries whose rows failed theirs
 }
 
 func (r *source) Cursor(ctx context.Context) (hub.Cursor, error) {
@@ -294,16 +295,19 @@ func (r *source) Msgs(ctx context.Context, fn func(client.SavedMsg) error) error
 }
 
 func (r *source) Outbox(ctx context.Context, fn func(client.SavedOut) error) error {
-	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes, auto FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
+	return r.each(ctx, "SELECT seq, channel, envelope, rec, dirty, kind, writes, auto, crc FROM outbox ORDER BY seq", nil, func(rows *sql.Rows) error {
 		var o client.SavedOut
 		var seq int64
 		var kind int
-		var rec []byte
-		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes, &o.Auto); err != nil {
+		var rec, sum []byte
+		if err := rows.Scan(&seq, &o.Channel, &o.Envelope, &rec, &o.Dirty, &kind, &o.Writes, &o.Auto, &sum); err != nil {
 			return err
 		}
 		o.Seq, o.Kind = uint64(seq), uint8(kind)
 		copy(o.Rec[:], rec)
+		if !r.outIntact(&o, len(rec), sum) {
+			return nil
+		}
 		return fn(o)
 	})
 }

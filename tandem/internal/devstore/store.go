@@ -4,14 +4,14 @@
 // change committed atomically) and client.Source (everything read back on
 // open). See docs/decisions/tandem-device-store.md.
 //
-// Schema (version 2, PRAGMA user_version; PRAGMA application_id 'FRYT'):
+// Schema (version 3, PRAGMA user_version; PRAGMA application_id 'FRYT'):
 //
 //	meta(k TEXT PRIMARY KEY, v BLOB)           device_id, hlc, cursor, uid, hub, ...
 //	writes(wid BLOB PRIMARY KEY, scope BLOB, stored BLOB, crc BLOB)   kept writes, record.AppendStored; crc: integrity.go
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
 //	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB, size INTEGER, first_seen INTEGER)   in rowid order
-//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB, auto INTEGER)
+//	outbox(seq INTEGER PRIMARY KEY, channel TEXT, envelope BLOB, rec BLOB, dirty INTEGER, kind INTEGER, writes BLOB, auto INTEGER, crc BLOB)   crc: integrity.go
 //	held(id TEXT PRIMARY KEY, channel TEXT, envelope BLOB, first_seen INTEGER)
 //	rotations(coll BLOB PRIMARY KEY, step, payload, key, inventory, old_epoch, old_key)   the §11.6 journal
 //
@@ -28,7 +28,7 @@ import (
 )
 
 // Version is the schema version this package writes.
-const Version = 2
+const Version = 3
 
 // appID marks a Ferry device database ('FRYT'), so that another SQLite
 // file is never taken for one.
@@ -112,6 +112,10 @@ ALTER TABLE msgs ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE msgs ADD COLUMN first_seen INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE outbox ADD COLUMN auto INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE writes ADD COLUMN crc BLOB;
+`,
+	// 3: an outbox entry carries a checksum (integrity.go).
+	2: `
+ALTER TABLE outbox ADD COLUMN crc BLOB;
 `,
 }
 

@@ -239,7 +239,7 @@ func (s *session) openDevice(ctx context.Context, restoreKey *string) error {
 		}
 		if err == nil {
 			if n := s.dev.DamagedOnOpen(); n > 0 { // device.db changed on disk: said on every command until a sync reads them again
-				fmt.Fprintf(newSafeWriter(os.Stderr), "ferry: %d stored value(s) in %s were damaged on disk and are not shown; ferry sync reads them again from the mail account.\n", n, s.dir)
+				fmt.Fprintf(newSafeWriter(os.Stderr), "ferry: %d stored value(s) or unsent change(s) in %s were damaged on disk and are not shown or sent; ferry sync reads the values again from the mail account (a dropped change must be made again).\n", n, s.dir)
 			}
 			return nil
 		}

@@ -67,7 +67,7 @@ func TestDamagedValueSaysSo(t *testing.T) {
 	}
 	db.Close()
 	r := a.run("show", "House")
-	if r.code != 0 || !strings.Contains(r.err, "were damaged on disk and are not shown; ferry sync reads them again") {
+	if r.code != 0 || !strings.Contains(r.err, "were damaged on disk and are not shown or sent; ferry sync reads the values again") {
 		t.Fatalf("show after damage: exit %d, stderr %q", r.code, r.err)
 	}
 	if strings.Contains(r.out, "doos") {
