@@ -55,9 +55,16 @@ func TestDropIsTheStateOfTheRest(t *testing.T) {
 			}
 		}
 		gone := s.Drop(func(w *Write) bool { return out[w.ID()] })
-		for _, w := range gone {
+		for i, w := range gone {
 			if !out[w.ID()] {
 				t.Fatalf("round %d: Drop took out a write it was not asked to", round)
+			}
+			if i > 0 {
+				p := gone[i-1]
+				c := bytes.Compare(p.body.Record[:], w.body.Record[:])
+				if c > 0 || c == 0 && bytes.Compare(p.id[:], w.id[:]) >= 0 {
+					t.Fatalf("round %d: dropped writes not in record and write ID order", round)
+				}
 			}
 		}
 		if !bytes.Equal(encode(t, s), encode(t, kept)) || s.Len() != kept.Len() {
