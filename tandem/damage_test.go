@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
 )
 
@@ -196,15 +195,7 @@ func TestFlippedByteInUnsentMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ch, err := s.Changes(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []hub.ID
-	for _, m := range ch.Added {
-		ids = append(ids, m.ID)
-	}
-	bodies, err := s.Fetch(t.Context(), ids)
+	bodies, err := s.Fetch(t.Context(), hubIDs(t, s))
 	if err != nil {
 		t.Fatal(err)
 	}

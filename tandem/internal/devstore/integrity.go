@@ -47,13 +47,16 @@ func (r *source) intact(id [32]byte, scope [16]byte, stored, sum []byte) bool {
 // the CRC-32C of every other column, each variable-length one preceded by
 // its length, so that no change of one column can be offset by another.
 func outSum(o *client.SavedOut) []byte {
-	b := binary.BigEndian.AppendUint64(nil, o.Seq)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], o.Seq)
+	c := crc32.Update(0, castagnoli, n[:])
 	for _, f := range [][]byte{[]byte(o.Channel), o.Envelope, o.Rec[:], o.Writes} {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
-		b = append(b, f...)
+		binary.BigEndian.PutUint32(n[:4], uint32(len(f)))
+		c = crc32.Update(c, castagnoli, n[:4])
+		c = crc32.Update(c, castagnoli, f)
 	}
-	b = append(b, flag(o.Dirty), o.Kind, flag(o.Auto))
-	return binary.BigEndian.AppendUint32([]byte{1}, crc32.Checksum(b, castagnoli))
+	c = crc32.Update(c, castagnoli, []byte{flag(o.Dirty), o.Kind, flag(o.Auto)})
+	return binary.BigEndian.AppendUint32([]byte{1}, c)
 }
 
 func flag(b bool) byte {

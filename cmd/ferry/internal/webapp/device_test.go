@@ -120,18 +120,7 @@ func TestBrowserConnectJMAP(t *testing.T) {
 	pg.waitJS(`document.getElementById("sync").dataset.state === "ok"`, syncWait) // published: nothing behind
 
 	// Another device of Aimee's finds the list on the account.
-	var bk struct {
-		Key string `json:"backup_key"`
-	}
-	if err := json.Unmarshal([]byte(p.ferry("backup-key", "--yes", "--json")), &bk); err != nil {
-		t.Fatal(err)
-	}
-	q := newProfile(t, "other")
-	cmd := q.cmd(t.Context(), "restore", "--name", "Aimee", "--backup-key-file", "-")
-	cmd.Stdin = strings.NewReader(bk.Key)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ferry restore: %v\n%s", err, out)
-	}
+	q := p.otherDevice("other", "Aimee")
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte(pass), 0o600); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package webapp_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -123,6 +124,40 @@ func (p *profile) app() string {
 		p.t.Fatal("ferry app printed no link within 30 s")
 	}
 	return ""
+}
+
+// otherDevice sets up a new profile, named dir, as another device of p's
+// user (ferry restore with p's backup key).
+func (p *profile) otherDevice(dir, name string) *profile {
+	p.t.Helper()
+	var bk struct {
+		Key string `json:"backup_key"`
+	}
+	if err := json.Unmarshal([]byte(p.ferry("backup-key", "--yes", "--json")), &bk); err != nil {
+		p.t.Fatal(err)
+	}
+	q := newProfile(p.t, dir)
+	cmd := q.cmd(p.t.Context(), "restore", "--name", name, "--backup-key-file", "-")
+	cmd.Stdin = strings.NewReader(bk.Key)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		p.t.Fatalf("ferry restore: %v\n%s", err, out)
+	}
+	return q
+}
+
+// oneList makes Aimee's profile with the empty list Groceries, runs ferry
+// app on it and opens the list in a page of br that listens for live
+// updates. It returns the profile, the page and the list's ID.
+func oneList(t *testing.T, br context.Context) (*profile, *page, string) {
+	t.Helper()
+	p := newProfile(t, "aimee")
+	p.ferry("init", "--name", "Aimee")
+	p.ferry("new", "Groceries")
+	id := p.lists()[0].ID
+	pg := open(t, br, "aimee", p.app())
+	pg.goTo("/l/" + id)
+	pg.waitJS(`document.documentElement.dataset.live === "on"`, actionWait)
+	return p, pg, id
 }
 
 // base is the app's address without the secret.

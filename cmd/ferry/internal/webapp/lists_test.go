@@ -8,13 +8,7 @@ import (
 // TestBrowserListActions: what one person does to lists and items in the
 // pages, checked against what ferry show then reads from the profile.
 func TestBrowserListActions(t *testing.T) {
-	br := browser(t)
-	p := newProfile(t, "aimee")
-	p.ferry("init", "--name", "Aimee")
-	p.ferry("new", "Groceries")
-	id := p.lists()[0].ID
-	pg := open(t, br, "aimee", p.app())
-	pg.goTo("/l/" + id)
+	p, pg, id := oneList(t, browser(t))
 
 	pg.fill("new-item", "Milk")
 	pg.fill("new-tags", "dairy, weekly")

@@ -1,7 +1,6 @@
 package webapp_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,18 +25,7 @@ func TestBrowserMergedValue(t *testing.T) {
 	a.ferry("add", id, "Milk")
 	a.ferry("sync")
 
-	var bk struct {
-		Key string `json:"backup_key"`
-	}
-	if err := json.Unmarshal([]byte(a.ferry("backup-key", "--yes", "--json")), &bk); err != nil {
-		t.Fatal(err)
-	}
-	b := newProfile(t, "other")
-	cmd := b.cmd(t.Context(), "restore", "--name", "Aimee", "--backup-key-file", "-")
-	cmd.Stdin = strings.NewReader(bk.Key)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ferry restore: %v\n%s", err, out)
-	}
+	b := a.otherDevice("other", "Aimee")
 	b.ferry("connect", "imap", addr, "--user", dovecotUser, "--security", "none", "--password-file", pw)
 	b.ferry("sync")
 

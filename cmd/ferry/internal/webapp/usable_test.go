@@ -80,14 +80,7 @@ func TestBrowserUsable(t *testing.T) {
 // profile work (the app lets go of the device as sync --watch does), and
 // what they change shows on the open page without a reload.
 func TestBrowserStepsAside(t *testing.T) {
-	br := browser(t)
-	p := newProfile(t, "aimee")
-	p.ferry("init", "--name", "Aimee")
-	p.ferry("new", "Groceries")
-	id := p.lists()[0].ID
-	pg := open(t, br, "aimee", p.app())
-	pg.goTo("/l/" + id)
-	pg.waitJS(`document.documentElement.dataset.live === "on"`, actionWait)
+	p, pg, id := oneList(t, browser(t))
 	origin := eval[float64](pg, `performance.timeOrigin`)
 	p.ferry("add", id, "Bread") // fails if the app does not let go of the device within the CLI's wait
 	pg.waitJS(`[...document.querySelectorAll(".items .title")].some(e => e.textContent === "Bread")`, actionWait)
@@ -108,14 +101,7 @@ func TestBrowserStepsAside(t *testing.T) {
 // between, the release met a fresh copy of the button and the browser
 // dropped the click: the CI failure of stop 29's second run.)
 func TestBrowserClickDuringUpdate(t *testing.T) {
-	br := browser(t)
-	p := newProfile(t, "aimee")
-	p.ferry("init", "--name", "Aimee")
-	p.ferry("new", "Groceries")
-	id := p.lists()[0].ID
-	pg := open(t, br, "aimee", p.app())
-	pg.goTo("/l/" + id)
-	pg.waitJS(`document.documentElement.dataset.live === "on"`, actionWait)
+	p, pg, id := oneList(t, browser(t))
 	pg.fill("new-item", "Butter")
 	at := eval[[]float64](pg, `(r => [r.x + r.width / 2, r.y + r.height / 2])(
 		[...document.querySelectorAll("button")].find(b => b.textContent.trim() === "Add").getBoundingClientRect())`)
