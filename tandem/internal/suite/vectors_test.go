@@ -211,6 +211,15 @@ func TestVectorEd25519(t *testing.T) {
 		if got := VerifyStrict(v.Pub, v.Msg, v.Sig); got != v.Valid {
 			t.Errorf("%s: VerifyStrict = %v, want %v", v.Comment, got, v.Valid)
 		}
+		// Keys takes another path to the same answer (curve25519-voi on an
+		// expanded key): cold, and with the key already remembered.
+		var keys Keys
+		if got := keys.VerifyStrict(v.Pub, v.Msg, v.Sig); got != v.Valid {
+			t.Errorf("%s: Keys.VerifyStrict = %v, want %v", v.Comment, got, v.Valid)
+		}
+		if got := keys.VerifyStrict(v.Pub, v.Msg, v.Sig); got != v.Valid {
+			t.Errorf("%s: Keys.VerifyStrict, key remembered = %v, want %v", v.Comment, got, v.Valid)
+		}
 		if len(v.Pub) == ed25519.PublicKeySize && ed25519.Verify(ed25519.PublicKey(v.Pub), v.Msg, v.Sig) != v.Valid {
 			disagree++
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"filippo.io/edwards25519"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
 // VerifyStrict reports whether sig is a valid Ed25519 signature by publicKey
@@ -73,17 +74,26 @@ func verifyWith(minusA *edwards25519.Point, publicKey, message, sig []byte) bool
 // Keys verifies signatures like VerifyStrict and remembers the public keys
 // it decoded and accepted, so that the many signatures of one author (a
 // first sync checks one per write) skip decoding and checking the key
-// again: each signature still gets its own full strict verification. It
-// holds at most keysHeld keys (it forgets them all when full, so junk keys
-// cost memory only up to that bound); a key it refused is not remembered.
-// Safe for concurrent use; the zero value is ready.
+// again: each signature still gets its own full strict verification. A
+// remembered key is kept expanded (a precomputed table of its multiples,
+// about 1.5 KiB), which makes the equation itself cheaper; see
+// docs/decisions/tandem-suite-verify.md. It holds at most keysHeld keys (it
+// forgets them all when full, so junk keys cost memory only up to that
+// bound); a key it refused is not remembered. Safe for concurrent use; the
+// zero value is ready.
 type Keys struct {
 	mu sync.Mutex
-	m  map[[32]byte]*edwards25519.Point // -A, read-only once stored
+	m  map[[32]byte]*voi.ExpandedPublicKey // read-only once stored
 }
 
 // keysHeld bounds Keys: more authors than a collection has members.
 const keysHeld = 1024
+
+// expandedOptions make curve25519-voi check what §5.5 asks and nothing
+// else: the cofactorless equation, R compared by its canonical encoding,
+// small-order R allowed; A's rules are checked by strictKey before a key is
+// expanded, and voi checks them again.
+var expandedOptions = &voi.Options{Verify: &voi.VerifyOptions{AllowSmallOrderR: true, CofactorlessVerify: true}}
 
 // VerifyStrict is the package's VerifyStrict, with k's remembered keys.
 func (k *Keys) VerifyStrict(publicKey, message, sig []byte) bool {
@@ -92,21 +102,36 @@ func (k *Keys) VerifyStrict(publicKey, message, sig []byte) bool {
 	}
 	pk := [32]byte(publicKey)
 	k.mu.Lock()
-	minusA := k.m[pk]
+	key := k.m[pk]
 	k.mu.Unlock()
-	if minusA == nil {
-		var ok bool
-		if minusA, ok = strictKey(publicKey); !ok {
+	if key == nil {
+		if _, ok := strictKey(publicKey); !ok {
+			return false
+		}
+		var err error
+		if key, err = voi.NewExpandedPublicKey(publicKey); err != nil {
 			return false
 		}
 		k.mu.Lock()
 		if k.m == nil || len(k.m) >= keysHeld {
-			k.m = make(map[[32]byte]*edwards25519.Point)
+			k.m = make(map[[32]byte]*voi.ExpandedPublicKey)
 		}
-		k.m[pk] = minusA
+		k.m[pk] = key
 		k.mu.Unlock()
 	}
-	return verifyWith(minusA, publicKey, message, sig)
+	// R's encoding and S's range are checked here by the rules of §5.5
+	// (the same code as VerifyStrict), then voi computes the equation.
+	if len(sig) != 64 || !canonicalPoint(sig[:32]) || !canonicalScalar(sig[32:]) {
+		return false
+	}
+	return voi.VerifyExpandedWithOptions(key, message, sig, expandedOptions)
+}
+
+// canonicalScalar reports whether the 32-byte little-endian s is below the
+// group order L.
+func canonicalScalar(s []byte) bool {
+	_, err := edwards25519.NewScalar().SetCanonicalBytes(s)
+	return err == nil
 }
 
 // canonicalPoint reports whether the 32-byte little-endian encoding b is in
