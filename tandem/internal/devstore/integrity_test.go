@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"testing"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 )
 
-// TestOutboxFromSchema2: a database of schema 2 opens as schema 3; its
+// TestOutboxFromSchema2: a database of schema 2 opens at Version; its
 // outbox rows, which have no checksum, are read as they are, and rows
 // written since are checked: one changed on disk is left out and listed.
 func TestOutboxFromSchema2(t *testing.T) {
@@ -38,8 +39,8 @@ func TestOutboxFromSchema2(t *testing.T) {
 	}
 	defer db.Close()
 	var ver int
-	if err := db.db.QueryRow("PRAGMA user_version").Scan(&ver); err != nil || ver != 3 {
-		t.Fatalf("schema %d (%v), want 3", ver, err)
+	if err := db.db.QueryRow("PRAGMA user_version").Scan(&ver); err != nil || ver != Version {
+		t.Fatalf("schema %d (%v), want %d", ver, err, Version)
 	}
 	for _, o := range []client.SavedOut{
 		{Seq: 2, Channel: "ch", Envelope: []byte("sealed"), Kind: 1},
@@ -68,5 +69,87 @@ func TestOutboxFromSchema2(t *testing.T) {
 	}
 	if d := src.DamagedOutbox(); len(d) != 1 || d[0] != 2 {
 		t.Errorf("DamagedOutbox = %v, want [2]", d)
+	}
+}
+
+// TestWritesFromSchema3: a database of schema 3 (writes clustered by
+// their IDs) opens at Version with every write row kept as it was — its
+// checksum too, so a row damaged before the migration is still refused —
+// and a write stored again replaces its row instead of adding one.
+func TestWritesFromSchema3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "device.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range 3 {
+		if _, err := raw.Exec(migrations[v]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Exec(fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = 3", appID)); err != nil {
+		t.Fatal(err)
+	}
+	home, other := [16]byte{1}, [16]byte{2}
+	rows := []struct {
+		id     [32]byte
+		scope  [16]byte
+		stored []byte
+		sum    []byte
+	}{
+		{[32]byte{9}, home, []byte("nine"), rowSum([32]byte{9}, home, []byte("nine"))},
+		{[32]byte{3}, home, []byte("three"), rowSum([32]byte{3}, home, []byte("thre3"))}, // damaged
+		{[32]byte{5}, other, []byte("five"), rowSum([32]byte{5}, other, []byte("five"))},
+		{[32]byte{7}, other, []byte("seven"), nil}, // from before checksums
+	}
+	for _, r := range rows {
+		if _, err := raw.Exec("INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?)", r.id[:], r.scope[:], r.stored, r.sum); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+
+	db, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ver int
+	if err := db.db.QueryRow("PRAGMA user_version").Scan(&ver); err != nil || ver != Version {
+		t.Fatalf("schema %d (%v), want %d", ver, err, Version)
+	}
+	read := func() map[[32]byte]string {
+		src := db.Source().(*source)
+		got := map[[32]byte]string{}
+		if err := src.Writes(t.Context(), home, func(b []byte, id [32]byte) error {
+			got[id] = string(b)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.OtherWrites(t.Context(), home, func(_ [16]byte, b []byte, id [32]byte) error {
+			got[id] = string(b)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if d := src.DamagedWrites(); len(d) != 1 || d[0] != ([32]byte{3}) {
+			t.Errorf("DamagedWrites = %x, want the one damaged row", d)
+		}
+		return got
+	}
+	want := map[[32]byte]string{{9}: "nine", {5}: "five", {7}: "seven"}
+	if got := read(); !maps.Equal(got, want) {
+		t.Fatalf("read back %q, want %q", got, want)
+	}
+	var n int
+	if err := db.db.QueryRow("SELECT count(*) FROM writes").Scan(&n); err != nil || n != 4 {
+		t.Fatalf("%d rows after the migration (%v), want 4", n, err)
+	}
+	if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", make([]byte, 32), home[:], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", make([]byte, 32), home[:], []byte("y")); err == nil {
+		t.Fatal("a second row with the same write ID was taken")
 	}
 }

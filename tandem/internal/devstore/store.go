@@ -4,10 +4,10 @@
 // change committed atomically) and client.Source (everything read back on
 // open). See docs/decisions/tandem-device-store.md.
 //
-// Schema (version 3, PRAGMA user_version; PRAGMA application_id 'FRYT'):
+// Schema (version 4, PRAGMA user_version; PRAGMA application_id 'FRYT'):
 //
 //	meta(k TEXT PRIMARY KEY, v BLOB)           device_id, hlc, cursor, uid, hub, ...
-//	writes(wid BLOB PRIMARY KEY, scope BLOB, stored BLOB, crc BLOB)   kept writes, record.AppendStored; crc: integrity.go
+//	writes(seq INTEGER PRIMARY KEY, wid BLOB UNIQUE, scope BLOB, stored BLOB, crc BLOB)   kept writes in arrival order, record.AppendStored; crc: integrity.go
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
 //	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB, size INTEGER, first_seen INTEGER)   in rowid order
@@ -28,7 +28,7 @@ import (
 )
 
 // Version is the schema version this package writes.
-const Version = 3
+const Version = 4
 
 // appID marks a Ferry device database ('FRYT'), so that another SQLite
 // file is never taken for one.
@@ -116,6 +116,17 @@ ALTER TABLE writes ADD COLUMN crc BLOB;
 	// 3: an outbox entry carries a checksum (integrity.go).
 	2: `
 ALTER TABLE outbox ADD COLUMN crc BLOB;
+`,
+	// 4: writes are stored in arrival order (a rowid table), so a sync
+	// appends its rows at the end of the table instead of scattering them
+	// over every page by their random IDs; only the small unique index on
+	// wid takes random inserts. See docs/decisions/tandem-device-store.md.
+	3: `
+CREATE TABLE writes4(seq INTEGER PRIMARY KEY, wid BLOB NOT NULL UNIQUE, scope BLOB NOT NULL, stored BLOB NOT NULL, crc BLOB);
+INSERT INTO writes4(wid, scope, stored, crc) SELECT wid, scope, stored, crc FROM writes;
+DROP TABLE writes;
+ALTER TABLE writes4 RENAME TO writes;
+CREATE INDEX writes_scope ON writes(scope);
 `,
 }
 

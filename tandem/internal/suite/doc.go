@@ -24,7 +24,9 @@
 // the keys and AAD of HPKE (hpke-keys).
 //
 // Written by hand: only the Tandem-specific byte layouts, and the strict
-// Ed25519 acceptance rules of §5.5 on top of filippo.io/edwards25519. All
+// Ed25519 acceptance rules of §5.5 on top of filippo.io/edwards25519 (and,
+// for the remembered keys of Keys, github.com/oasisprotocol/curve25519-voi's
+// expanded-key verification: docs/decisions/tandem-suite-verify.md). All
 // primitives come from the standard library (crypto/sha256, crypto/hkdf,
 // crypto/ed25519, crypto/ecdh, crypto/hpke) and golang.org/x/crypto
 // (chacha20poly1305).
