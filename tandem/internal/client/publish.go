@@ -239,11 +239,28 @@ func (d *Device) keptIDs(channel string, rec [16]byte) map[[32]byte]bool {
 // never brings back a write a tombstone or a newer write replaced: only
 // kept writes are published. It returns what it queued. d.mu is held.
 func (d *Device) heal(dry bool) (records, statements int) {
-	type key struct {
-		channel string
-		rec     [16]byte
+	// Every write in a live record message, keyed by channel (as a small
+	// number), record and write ID: one flat set, since this runs after
+	// every pull over every write the device holds.
+	chans := map[string]int32{}
+	chanNo := func(c string) int32 {
+		n, ok := chans[c]
+		if !ok {
+			n = int32(len(chans))
+			chans[c] = n
+		}
+		return n
 	}
-	onHub := map[key]map[[32]byte]bool{}
+	type key struct {
+		channel int32
+		rec     [16]byte
+		w       [32]byte
+	}
+	n := 0
+	for _, m := range d.msgs {
+		n += len(m.writes)
+	}
+	onHub := make(map[key]struct{}, n)
 	type placed struct {
 		channel string
 		st      [32]byte
@@ -256,12 +273,9 @@ func (d *Device) heal(dry bool) (records, statements int) {
 		}
 		switch m.kind {
 		case kindRecord:
-			k := key{m.channel, m.rec}
-			if onHub[k] == nil {
-				onHub[k] = map[[32]byte]bool{}
-			}
+			c := chanNo(m.channel)
 			for _, w := range m.writes {
-				onHub[k][w] = true
+				onHub[key{c, m.rec, w}] = struct{}{}
 			}
 		case kindRoster:
 			for _, w := range m.writes {
@@ -271,6 +285,11 @@ func (d *Device) heal(dry bool) (records, statements int) {
 			fragsOnHub[m.channel]++
 		}
 	}
+	type queued struct {
+		channel string
+		rec     [16]byte
+	}
+	dirty := map[queued]bool{}
 	for _, m := range d.outbox {
 		switch m.kind {
 		case kindFragment:
@@ -280,16 +299,19 @@ func (d *Device) heal(dry bool) (records, statements int) {
 				rosterOnHub[placed{m.channel, id}] = true
 			}
 		}
+		if m.dirty {
+			dirty[queued{m.channel, m.rec}] = true
+		}
 	}
 	var queue []outMsg
 	missing := func(channel string, st *record.State) {
+		c := chanNo(channel)
 		for rec := range st.Records() {
-			if d.isDirty(channel, rec) {
+			if dirty[queued{channel, rec}] {
 				continue // queued: the push publishes it anyway
 			}
-			have := onHub[key{channel, rec}]
-			for _, w := range st.Writes(rec) {
-				if !have[w.ID()] {
+			for w := range st.KeptWrites(rec) {
+				if _, ok := onHub[key{c, rec, w.ID()}]; !ok {
 					queue = append(queue, outMsg{channel: channel, rec: rec, dirty: true})
 					records++
 					break
@@ -367,8 +389,11 @@ func (d *Device) heal(dry bool) (records, statements int) {
 		return records, statements
 	}
 	for _, m := range queue {
-		if m.dirty && d.isDirty(m.channel, m.rec) {
-			continue
+		if m.dirty {
+			if dirty[queued{m.channel, m.rec}] {
+				continue
+			}
+			dirty[queued{m.channel, m.rec}] = true
 		}
 		d.outSeq++
 		m.seq = d.outSeq

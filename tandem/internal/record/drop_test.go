@@ -77,3 +77,59 @@ func TestDropIsTheStateOfTheRest(t *testing.T) {
 		}
 	}
 }
+
+// KeptWrites yields exactly the writes Writes returns, for live and
+// deleted records alike.
+func TestKeptWritesAreWrites(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(9, 4))
+	now := int64(1000)
+	s := NewState(testValidator())
+	for i := range 200 {
+		now += int64(rng.IntN(3))
+		w := writer(rng.IntN(2), rng.IntN(3), 0, &now)
+		r := recID(rng.IntN(8))
+		var c Change
+		switch rng.IntN(6) {
+		case 0:
+			c = add(r, "tags", string(rune('a'+rng.IntN(3))))
+		case 1:
+			c = remove(r, "tags", string(rune('a'+rng.IntN(3))))
+		case 2:
+			c = del(r)
+		default:
+			c = assign(r, "title", string(rune('A'+i%26)))
+		}
+		if x, _, err := s.Build(w, c); err == nil {
+			s.Add(x)
+		}
+	}
+	deleted := 0
+	for rec := range s.Records() {
+		if s.Deleted(rec) {
+			deleted++
+		}
+		want := map[[32]byte]bool{}
+		for _, w := range s.Writes(rec) {
+			want[w.ID()] = true
+		}
+		n := 0
+		for w := range s.KeptWrites(rec) {
+			if !want[w.ID()] {
+				t.Fatalf("KeptWrites yields a write Writes does not list")
+			}
+			n++
+		}
+		if n != len(want) {
+			t.Fatalf("KeptWrites yields %d writes, Writes lists %d", n, len(want))
+		}
+	}
+	if deleted == 0 || deleted == s.NumRecords() {
+		t.Fatalf("%d of %d records deleted: the test needs both kinds", deleted, s.NumRecords())
+	}
+	if len(s.Writes(recID(99))) != 0 {
+		t.Fatal("an unknown record has writes")
+	}
+	for range s.KeptWrites(recID(99)) {
+		t.Fatal("KeptWrites yields a write of an unknown record")
+	}
+}

@@ -134,6 +134,42 @@ func (s *State) Writes(record [16]byte) []*Write {
 	return out
 }
 
+// KeptWrites yields the writes Writes returns, in no particular order and
+// without building a slice, for checks that visit every record (healing,
+// §12.2).
+func (s *State) KeptWrites(record [16]byte) iter.Seq[*Write] {
+	return func(yield func(*Write) bool) {
+		r := s.records[record]
+		if r == nil {
+			return
+		}
+		if r.deleted() {
+			for _, reg := range r.deletes {
+				for _, w := range reg.kept {
+					if !yield(w) {
+						return
+					}
+				}
+			}
+			return
+		}
+		for _, f := range r.fields {
+			for _, w := range f.assign.kept {
+				if !yield(w) {
+					return
+				}
+			}
+			for _, e := range f.elems {
+				for _, w := range e.kept {
+					if !yield(w) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
 func (r *rec) appendFields(out []*Write) []*Write {
 	for _, f := range r.fields {
 		out = append(out, f.assign.kept...)
