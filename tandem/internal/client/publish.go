@@ -239,28 +239,7 @@ func (d *Device) keptIDs(channel string, rec [16]byte) map[[32]byte]bool {
 // never brings back a write a tombstone or a newer write replaced: only
 // kept writes are published. It returns what it queued. d.mu is held.
 func (d *Device) heal(dry bool) (records, statements int) {
-	// Every write in a live record message, keyed by channel (as a small
-	// number), record and write ID: one flat set, since this runs after
-	// every pull over every write the device holds.
-	chans := map[string]int32{}
-	chanNo := func(c string) int32 {
-		n, ok := chans[c]
-		if !ok {
-			n = int32(len(chans))
-			chans[c] = n
-		}
-		return n
-	}
-	type key struct {
-		channel int32
-		rec     [16]byte
-		w       [32]byte
-	}
-	n := 0
-	for _, m := range d.msgs {
-		n += len(m.writes)
-	}
-	onHub := make(map[key]struct{}, n)
+	onHub := liveWrites{}
 	type placed struct {
 		channel string
 		st      [32]byte
@@ -273,10 +252,7 @@ func (d *Device) heal(dry bool) (records, statements int) {
 		}
 		switch m.kind {
 		case kindRecord:
-			c := chanNo(m.channel)
-			for _, w := range m.writes {
-				onHub[key{c, m.rec, w}] = struct{}{}
-			}
+			onHub.add(m.channel, m.rec, m.writes)
 		case kindRoster:
 			for _, w := range m.writes {
 				rosterOnHub[placed{m.channel, w}] = true
@@ -305,17 +281,13 @@ func (d *Device) heal(dry bool) (records, statements int) {
 	}
 	var queue []outMsg
 	missing := func(channel string, st *record.State) {
-		c := chanNo(channel)
 		for rec := range st.Records() {
 			if dirty[queued{channel, rec}] {
 				continue // queued: the push publishes it anyway
 			}
-			for w := range st.KeptWrites(rec) {
-				if _, ok := onHub[key{c, rec, w.ID()}]; !ok {
-					queue = append(queue, outMsg{channel: channel, rec: rec, dirty: true})
-					records++
-					break
-				}
+			if !onHub.holds(channel, rec, st.KeptWrites(rec)) {
+				queue = append(queue, outMsg{channel: channel, rec: rec, dirty: true})
+				records++
 			}
 		}
 	}
