@@ -163,6 +163,26 @@ func BenchmarkLocalWrite(b *testing.B) {
 			}
 		}
 	})
+	// Offline, each edit of another record queues another message: the
+	// outbox grows with b.N (a list imported offline). Each edit must
+	// still cost what the first one did.
+	b.Run("device-new-records", func(b *testing.B) {
+		d, err := Open(context.Background(), filepath.Join(b.TempDir(), "dev"), Options{Logger: quiet()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		c, _ := d.NewCollection("W")
+		val := make([]byte, 16)
+		for b.Loop() {
+			var id RecordID
+			rand.Read(id[:])
+			rand.Read(val)
+			if err := d.Set(c, id, "title", val); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("raw-insert", func(b *testing.B) {
 		db, err := devstore.Open(context.Background(), filepath.Join(b.TempDir(), "raw.db"))
 		if err != nil {

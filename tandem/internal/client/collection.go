@@ -289,19 +289,36 @@ func (d *Device) applyLocal(ws []stateWrite, msgs []outMsg, extra func()) error 
 	for _, x := range ws {
 		x.s.Add(x.w)
 	}
-	d.outbox = append(d.outbox, msgs...)
+	d.addOutbox(msgs...)
 	if extra != nil {
 		extra()
 	}
 	return nil
 }
 
+// queuedRec names a record of a channel whose state is queued to publish.
+type queuedRec struct {
+	channel string
+	rec     [16]byte
+}
+
 // isDirty reports whether record rec of channel is queued. d.mu is held.
+// It is asked for each local edit and, by healing, for every record: the
+// outbox keeps a count by record (addOutbox, dropPublished) so that it
+// costs no scan of the outbox.
 func (d *Device) isDirty(channel string, rec [16]byte) bool {
-	for _, m := range d.outbox {
-		if m.dirty && m.channel == channel && m.rec == rec {
-			return true
+	return d.queuedRecs[queuedRec{channel, rec}] > 0
+}
+
+// addOutbox appends ms to the outbox. d.mu is held.
+func (d *Device) addOutbox(ms ...outMsg) {
+	for _, m := range ms {
+		if m.dirty {
+			if d.queuedRecs == nil {
+				d.queuedRecs = map[queuedRec]int{}
+			}
+			d.queuedRecs[queuedRec{m.channel, m.rec}]++
 		}
 	}
-	return false
+	d.outbox = append(d.outbox, ms...)
 }

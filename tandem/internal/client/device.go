@@ -127,6 +127,7 @@ type Device struct {
 	byHash      map[[32]byte]hub.ID // fetched or published messages in the folder, by H(envelope)
 	held        []*heldMsg
 	outbox      []outMsg
+	queuedRecs  map[queuedRec]int // dirty outbox entries by channel and record (collection.go)
 	outSeq      uint64
 	share       *shares                     // sharing messages waiting to be judged (share.go)
 	answers     *answerLimiter              // automatic answers sent (answers.go)

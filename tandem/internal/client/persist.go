@@ -357,7 +357,7 @@ func (d *Device) restoreIndex(ctx context.Context, src Source) error {
 		return fmt.Errorf("tandem/client: restore messages: %w", err)
 	}
 	err = src.Outbox(ctx, func(o SavedOut) error {
-		d.outbox = append(d.outbox, outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope, rec: o.Rec, dirty: o.Dirty, kind: msgKind(o.Kind), ids: splitIDs(o.Writes), auto: o.Auto})
+		d.addOutbox(outMsg{seq: o.Seq, channel: o.Channel, envelope: o.Envelope, rec: o.Rec, dirty: o.Dirty, kind: msgKind(o.Kind), ids: splitIDs(o.Writes), auto: o.Auto})
 		d.outSeq = max(d.outSeq, o.Seq)
 		return nil
 	})

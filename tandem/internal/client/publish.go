@@ -261,11 +261,6 @@ func (d *Device) heal(dry bool) (records, statements int) {
 			fragsOnHub[m.channel]++
 		}
 	}
-	type queued struct {
-		channel string
-		rec     [16]byte
-	}
-	dirty := map[queued]bool{}
 	for _, m := range d.outbox {
 		switch m.kind {
 		case kindFragment:
@@ -275,14 +270,11 @@ func (d *Device) heal(dry bool) (records, statements int) {
 				rosterOnHub[placed{m.channel, id}] = true
 			}
 		}
-		if m.dirty {
-			dirty[queued{m.channel, m.rec}] = true
-		}
 	}
 	var queue []outMsg
 	missing := func(channel string, st *record.State) {
 		for rec := range st.Records() {
-			if dirty[queued{channel, rec}] {
+			if d.isDirty(channel, rec) {
 				continue // queued: the push publishes it anyway
 			}
 			if !onHub.holds(channel, rec, st.KeptWrites(rec)) {
@@ -361,15 +353,12 @@ func (d *Device) heal(dry bool) (records, statements int) {
 		return records, statements
 	}
 	for _, m := range queue {
-		if m.dirty {
-			if dirty[queued{m.channel, m.rec}] {
-				continue
-			}
-			dirty[queued{m.channel, m.rec}] = true
+		if m.dirty && d.isDirty(m.channel, m.rec) {
+			continue
 		}
 		d.outSeq++
 		m.seq = d.outSeq
-		d.outbox = append(d.outbox, m)
+		d.addOutbox(m)
 		d.delta.OutAdd = append(d.delta.OutAdd, savedOut(m))
 	}
 	return records, statements

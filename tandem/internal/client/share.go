@@ -699,7 +699,7 @@ func (d *Device) answer(req hub.ID) {
 func (d *Device) enqueue(m outMsg) {
 	d.outSeq++
 	m.seq = d.outSeq
-	d.outbox = append(d.outbox, m)
+	d.addOutbox(m)
 	d.delta.OutAdd = append(d.delta.OutAdd, savedOut(m))
 }
 

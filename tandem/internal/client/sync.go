@@ -190,7 +190,17 @@ func (d *Device) push(ctx context.Context, s hub.Store, rep *SyncReport) error {
 // dropPublished removes outbox message seq, which was published. d.mu is
 // held.
 func (d *Device) dropPublished(seq uint64) {
-	d.outbox = slices.DeleteFunc(d.outbox, func(m outMsg) bool { return m.seq == seq })
+	d.outbox = slices.DeleteFunc(d.outbox, func(m outMsg) bool {
+		if m.seq != seq {
+			return false
+		}
+		if k := (queuedRec{m.channel, m.rec}); m.dirty {
+			if d.queuedRecs[k]--; d.queuedRecs[k] <= 0 {
+				delete(d.queuedRecs, k)
+			}
+		}
+		return true
+	})
 	d.delta.OutDel = append(d.delta.OutDel, seq)
 }
 
