@@ -33,7 +33,11 @@ func decodeInto(root Value, v any) error {
 		return fmt.Errorf("tjson: Unmarshal needs a non-nil pointer, not %T", v)
 	}
 	tmp := reflect.New(rv.Elem().Type())
-	if err := decodeValue(root, tmp.Elem(), nil); err != nil {
+	var d decoder
+	if err := d.value(root, tmp.Elem()); err != nil {
+		if e, ok := err.(*Error); ok && e.Path == "" {
+			e.Path = "."
+		}
 		return err
 	}
 	rv.Elem().Set(tmp.Elem())
@@ -45,44 +49,68 @@ var (
 	valueType       = reflect.TypeFor[Value]()
 )
 
-// pathSeg is where a decoder is in the text, for errors: one member name
-// or array index below up (nil: the root). The decoders pass it down and
-// spell it out only for an error, so a text that decodes costs no strings.
-type pathSeg struct {
-	up    *pathSeg
-	name  string
-	index int // when elem
-	elem  bool
+// decoder is one Unmarshal's state: the fields of each struct type it
+// met (a payload decodes many values of a few types), so that reflection
+// on a type's fields is done once per call, not once per value.
+//
+// Where an error happened is spelt out only for an error, as it returns
+// through the decoders (under), so a text that decodes costs no strings.
+type decoder struct {
+	structs []structFields
 }
 
-func (p *pathSeg) member(name string) *pathSeg { return &pathSeg{up: p, name: name} }
-func (p *pathSeg) at(i int) *pathSeg           { return &pathSeg{up: p, index: i, elem: true} }
-
-// String spells p out: ".writes[2].v", "" for the root.
-func (p *pathSeg) String() string {
-	if p == nil {
-		return ""
-	}
-	if p.elem {
-		return p.up.String() + "[" + strconv.Itoa(p.index) + "]"
-	}
-	return p.up.String() + "." + p.name
+type structFields struct {
+	t      reflect.Type
+	fields []fieldInfo
 }
 
-func withPath(err error, path *pathSeg) error {
-	if e, ok := err.(*Error); ok && e.Path == "" {
-		e.Path = path.String()
-		if e.Path == "" {
-			e.Path = "."
+type fieldInfo struct {
+	index    int
+	name     string
+	required bool
+}
+
+// fields lists the decoded fields of struct type t, in order.
+func (d *decoder) fields(t reflect.Type) []fieldInfo {
+	for _, sf := range d.structs {
+		if sf.t == t {
+			return sf.fields
 		}
+	}
+	var fs []fieldInfo
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if name, required, skip := fieldName(f); !skip {
+			fs = append(fs, fieldInfo{i, name, required})
+		}
+	}
+	d.structs = append(d.structs, structFields{t, fs})
+	return fs
+}
+
+// under puts err, which a decoder of the value at seg (".name" or "[i]")
+// returned, under seg: an *Error's path grows by seg as it returns towards
+// the root.
+func under(err error, seg string) error {
+	if e, ok := err.(*Error); ok {
+		if e.Path == "." {
+			e.Path = ""
+		}
+		e.Path = seg + e.Path
 	}
 	return err
 }
 
-// decodeValue decodes j into the settable rv.
-func decodeValue(j Value, rv reflect.Value, path *pathSeg) error {
+func member(name string) string { return "." + name }
+func index(i int) string        { return "[" + strconv.Itoa(i) + "]" }
+
+// value decodes j into the settable rv.
+func (d *decoder) value(j Value, rv reflect.Value) error {
 	if rv.CanAddr() && rv.Addr().Type().Implements(unmarshalerType) {
-		return withPath(rv.Addr().Interface().(Unmarshaler).UnmarshalTJSON(j), path)
+		return rv.Addr().Interface().(Unmarshaler).UnmarshalTJSON(j)
 	}
 	if rv.Type() == valueType {
 		rv.Set(reflect.ValueOf(j))
@@ -101,10 +129,10 @@ func decodeValue(j Value, rv reflect.Value, path *pathSeg) error {
 		return nil
 	case reflect.Pointer:
 		if j.kind == KindNull {
-			return withPath(&Error{Reason: ErrType, Offset: j.off, Detail: "null where a value belongs"}, path)
+			return &Error{Reason: ErrType, Offset: j.off, Detail: "null where a value belongs"}
 		}
 		p := reflect.New(rv.Type().Elem())
-		if err := decodeValue(j, p.Elem(), path); err != nil {
+		if err := d.value(j, p.Elem()); err != nil {
 			return err
 		}
 		rv.Set(p)
@@ -112,114 +140,114 @@ func decodeValue(j Value, rv reflect.Value, path *pathSeg) error {
 	case reflect.Bool:
 		b, err := j.Bool()
 		if err != nil {
-			return withPath(err, path)
+			return err
 		}
 		rv.SetBool(b)
 	case reflect.String:
 		s, err := j.Str()
 		if err != nil {
-			return withPath(err, path)
+			return err
 		}
 		rv.SetString(s)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		n, err := j.Uint()
 		if err != nil {
-			return withPath(err, path)
+			return err
 		}
 		if rv.OverflowUint(n) {
-			return withPath(j.intErr("too large for "+rv.Type().String()), path)
+			return j.intErr("too large for " + rv.Type().String())
 		}
 		rv.SetUint(n)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := j.Int()
 		if err != nil {
-			return withPath(err, path)
+			return err
 		}
 		if rv.OverflowInt(n) {
-			return withPath(j.intErr("out of range for "+rv.Type().String()), path)
+			return j.intErr("out of range for " + rv.Type().String())
 		}
 		rv.SetInt(n)
 	case reflect.Float32, reflect.Float64:
 		f, err := j.Float()
 		if err != nil {
-			return withPath(err, path)
+			return err
 		}
 		rv.SetFloat(f)
 	case reflect.Slice:
 		if rv.Type().Elem().Kind() == reflect.Uint8 {
 			b, err := bytesOf(j, -1)
 			if err != nil {
-				return withPath(err, path)
+				return err
 			}
 			rv.SetBytes(b)
 			return nil
 		}
-		return decodeSlice(j, rv, path)
+		return d.slice(j, rv)
 	case reflect.Array:
-		return decodeArray(j, rv, path)
+		return d.array(j, rv)
 	case reflect.Map:
-		return decodeMap(j, rv, path)
+		return d.mapping(j, rv)
 	case reflect.Struct:
-		return decodeStruct(j, rv, path)
+		return d.structure(j, rv)
 	default:
 		return fmt.Errorf("tjson: cannot decode into %s", rv.Type())
 	}
 	return nil
 }
 
-func decodeSlice(j Value, rv reflect.Value, path *pathSeg) error {
+func (d *decoder) slice(j Value, rv reflect.Value) error {
 	elems, err := j.Elems()
 	if err != nil {
-		return withPath(err, path)
+		return err
 	}
 	s := reflect.MakeSlice(rv.Type(), len(elems), len(elems))
 	for i, e := range elems {
-		if err := decodeValue(e, s.Index(i), path.at(i)); err != nil {
-			return err
+		if err := d.value(e, s.Index(i)); err != nil {
+			return under(err, index(i))
 		}
 	}
 	rv.Set(s)
 	return nil
 }
 
-func decodeArray(j Value, rv reflect.Value, path *pathSeg) error {
+func (d *decoder) array(j Value, rv reflect.Value) error {
 	if rv.Type().Elem().Kind() == reflect.Uint8 {
 		b, err := bytesOf(j, rv.Len())
 		if err != nil {
-			return withPath(err, path)
+			return err
 		}
 		reflect.Copy(rv, reflect.ValueOf(b))
 		return nil
 	}
 	elems, err := j.Elems()
 	if err != nil {
-		return withPath(err, path)
+		return err
 	}
 	if len(elems) != rv.Len() {
-		return withPath(&Error{Reason: ErrType, Offset: j.off,
-			Detail: fmt.Sprintf("want %d elements, have %d", rv.Len(), len(elems))}, path)
+		return &Error{Reason: ErrType, Offset: j.off,
+			Detail: fmt.Sprintf("want %d elements, have %d", rv.Len(), len(elems))}
 	}
 	for i, e := range elems {
-		if err := decodeValue(e, rv.Index(i), path.at(i)); err != nil {
-			return err
+		if err := d.value(e, rv.Index(i)); err != nil {
+			return under(err, index(i))
 		}
 	}
 	return nil
 }
 
-func decodeMap(j Value, rv reflect.Value, path *pathSeg) error {
+func (d *decoder) mapping(j Value, rv reflect.Value) error {
 	if rv.Type().Key().Kind() != reflect.String {
 		return fmt.Errorf("tjson: cannot decode into %s", rv.Type())
 	}
 	members, err := j.Members()
 	if err != nil {
-		return withPath(err, path)
+		return err
 	}
 	m := reflect.MakeMapWithSize(rv.Type(), len(members))
 	for _, mem := range members {
 		ev := reflect.New(rv.Type().Elem()).Elem()
-		if err := decodeValue(mem.Value, ev, path.member(mem.Name)); err != nil {
-			return err
+		if err := d.value(mem.Value, ev); err != nil {
+			return under(err, member(mem.Name))
 		}
 		m.SetMapIndex(reflect.ValueOf(mem.Name).Convert(rv.Type().Key()), ev)
 	}
@@ -227,29 +255,20 @@ func decodeMap(j Value, rv reflect.Value, path *pathSeg) error {
 	return nil
 }
 
-func decodeStruct(j Value, rv reflect.Value, path *pathSeg) error {
+func (d *decoder) structure(j Value, rv reflect.Value) error {
 	if _, err := j.Members(); err != nil {
-		return withPath(err, path)
+		return err
 	}
-	t := rv.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, required, skip := fieldName(f)
-		if skip {
-			continue
-		}
-		mv, ok := j.Get(name)
+	for _, f := range d.fields(rv.Type()) {
+		mv, ok := j.Get(f.name)
 		if !ok {
-			if required {
-				return &Error{Reason: ErrMissing, Offset: j.off, Path: path.member(name).String()}
+			if f.required {
+				return &Error{Reason: ErrMissing, Offset: j.off, Path: member(f.name)}
 			}
 			continue
 		}
-		if err := decodeValue(mv, rv.Field(i), path.member(name)); err != nil {
-			return err
+		if err := d.value(mv, rv.Field(f.index)); err != nil {
+			return under(err, member(f.name))
 		}
 	}
 	return nil

@@ -196,3 +196,40 @@ func TestNullIntoInterface(t *testing.T) {
 		t.Fatalf(`{"a":null}: %v, %v`, s.A, err)
 	}
 }
+
+// An error names where in the text it is, down to the value: through
+// struct members, slice and array elements, map members and values an
+// Unmarshaler decodes.
+func TestErrorPath(t *testing.T) {
+	const rec = `"rec":"AAECAwQFBgcICQoLDA0ODw"`
+	for _, c := range []struct {
+		text, path string
+		reason     error
+	}{
+		{`[1]`, ".", ErrType},
+		{`{"writes":[]}`, ".rec", ErrMissing},
+		{`{` + rec + `,"writes":[{"f":"a","op":1},{"op":1}]}`, ".writes[1].f", ErrMissing},
+		{`{` + rec + `,"writes":[{"f":"a","op":"x"}]}`, ".writes[0].op", ErrType},
+		{`{` + rec + `,"writes":[{"f":"a","op":256}]}`, ".writes[0].op", ErrInteger},
+		{`{` + rec + `,"writes":[{"f":"a","op":1,"c":[["AQIDBAUGBwg",1,2],["AQIDBAUGBwg",1,70000]]}]}`, ".writes[0].c[1]", ErrInteger},
+		{`{` + rec + `,"writes":[{"f":"a","op":1,"d":["AQIDBAUGBwg",1]}]}`, ".writes[0].d", ErrType},
+		{`{"rec":"AAEC",` + `"writes":[]}`, ".rec", nil},
+	} {
+		var r recJSON
+		err := Unmarshal([]byte(c.text), &r)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%s: error %v, want an *Error", c.text, err)
+			continue
+		}
+		if e.Path != c.path || (c.reason != nil && !errors.Is(err, c.reason)) {
+			t.Errorf("%s: %v (path %q), want path %q and %v", c.text, err, e.Path, c.path, c.reason)
+		}
+	}
+	var m map[string][]uint16
+	err := Unmarshal([]byte(`{"a":[1],"b":[2,-1]}`), &m)
+	var e *Error
+	if !errors.As(err, &e) || e.Path != ".b[1]" {
+		t.Errorf("map: %v, want the path .b[1]", err)
+	}
+}
