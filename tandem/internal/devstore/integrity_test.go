@@ -11,37 +11,52 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 )
 
-// TestOutboxFromSchema2: a database of schema 2 opens at Version; its
-// outbox rows, which have no checksum, are read as they are, and rows
-// written since are checked: one changed on disk is left out and listed.
-func TestOutboxFromSchema2(t *testing.T) {
+// oldSchema makes a database of schema version v, as that version of
+// this package left it, and returns its path and a raw handle to fill it.
+func oldSchema(t *testing.T, v int) (string, *sql.DB) {
 	path := filepath.Join(t.TempDir(), "device.db")
 	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for v := range 2 {
-		if _, err := raw.Exec(migrations[v]); err != nil {
+	t.Cleanup(func() { raw.Close() })
+	for i := range v {
+		if _, err := raw.Exec(migrations[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := raw.Exec(fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = 2", appID)); err != nil {
+	if _, err := raw.Exec(fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", appID, v)); err != nil {
 		t.Fatal(err)
 	}
+	return path, raw
+}
+
+// openCurrent opens path, which it must bring to Version.
+func openCurrent(t *testing.T, path string) *DB {
+	db, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ver int
+	if err := db.db.QueryRow("PRAGMA user_version").Scan(&ver); err != nil || ver != Version {
+		db.Close()
+		t.Fatalf("schema %d (%v), want %d", ver, err, Version)
+	}
+	return db
+}
+
+// TestOutboxFromSchema2: a database of schema 2 opens at Version; its
+// outbox rows, which have no checksum, are read as they are, and rows
+// written since are checked: one changed on disk is left out and listed.
+func TestOutboxFromSchema2(t *testing.T) {
+	path, raw := oldSchema(t, 2)
 	if _, err := raw.Exec("INSERT INTO outbox(seq, channel, envelope, rec, dirty, kind, writes, auto) VALUES(1, 'ch', x'0102', zeroblob(16), 0, 1, NULL, 0)"); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
 
-	db, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openCurrent(t, path)
 	defer db.Close()
-	var ver int
-	if err := db.db.QueryRow("PRAGMA user_version").Scan(&ver); err != nil || ver != Version {
-		t.Fatalf("schema %d (%v), want %d", ver, err, Version)
-	}
 	for _, o := range []client.SavedOut{
 		{Seq: 2, Channel: "ch", Envelope: []byte("sealed"), Kind: 1},
 		{Seq: 3, Channel: "ch", Rec: [16]byte{7}, Dirty: true},
@@ -77,19 +92,7 @@ func TestOutboxFromSchema2(t *testing.T) {
 // checksum too, so a row damaged before the migration is still refused —
 // and a write stored again replaces its row instead of adding one.
 func TestWritesFromSchema3(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "device.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v := range 3 {
-		if _, err := raw.Exec(migrations[v]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := raw.Exec(fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = 3", appID)); err != nil {
-		t.Fatal(err)
-	}
+	path, raw := oldSchema(t, 3)
 	home, other := [16]byte{1}, [16]byte{2}
 	rows := []struct {
 		id     [32]byte
@@ -109,15 +112,8 @@ func TestWritesFromSchema3(t *testing.T) {
 	}
 	raw.Close()
 
-	db, err := Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openCurrent(t, path)
 	defer db.Close()
-	var ver int
-	if err := db.db.QueryRow("PRAGMA user_version").Scan(&ver); err != nil || ver != Version {
-		t.Fatalf("schema %d (%v), want %d", ver, err, Version)
-	}
 	read := func() map[[32]byte]string {
 		src := db.Source().(*source)
 		got := map[[32]byte]string{}

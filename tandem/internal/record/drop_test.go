@@ -6,6 +6,42 @@ import (
 	"testing"
 )
 
+// randomHistory builds a state from n random edits of two users on three
+// devices over recs records: assigns, tag adds and removes, and a delete in
+// one edit out of 5*delEvery. It returns the state and the writes it took.
+func randomHistory(rng *mrand.Rand, n, recs, delEvery int) (*State, []*Write) {
+	now := int64(1000)
+	s := NewState(testValidator())
+	var all []*Write
+	for i := range n {
+		now += int64(rng.IntN(3))
+		w := writer(rng.IntN(2), rng.IntN(3), 0, &now)
+		r := recID(rng.IntN(recs))
+		var c Change
+		switch rng.IntN(5) {
+		case 0:
+			c = add(r, "tags", string(rune('a'+rng.IntN(3))))
+		case 1:
+			c = remove(r, "tags", string(rune('a'+rng.IntN(3))))
+		case 2:
+			if rng.IntN(delEvery) == 0 {
+				c = del(r)
+				break
+			}
+			fallthrough
+		default:
+			c = assign(r, "title", string(rune('A'+i%26)))
+		}
+		x, _, err := s.Build(w, c)
+		if err != nil {
+			continue // an edit of a deleted record
+		}
+		s.Add(x)
+		all = append(all, x)
+	}
+	return s, all
+}
+
 // Drop keeps exactly the state the remaining writes make: a state that
 // dropped some writes encodes as one built from the others alone, and a
 // write a dropped one had superseded does not come back by itself (the
@@ -13,35 +49,7 @@ import (
 func TestDropIsTheStateOfTheRest(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(7, 22))
 	for round := range 50 {
-		now := int64(1000)
-		s := NewState(testValidator())
-		var all []*Write
-		for i := range 30 {
-			now += int64(rng.IntN(3))
-			w := writer(rng.IntN(2), rng.IntN(3), 0, &now)
-			r := recID(rng.IntN(4))
-			var c Change
-			switch rng.IntN(5) {
-			case 0:
-				c = add(r, "tags", string(rune('a'+rng.IntN(3))))
-			case 1:
-				c = remove(r, "tags", string(rune('a'+rng.IntN(3))))
-			case 2:
-				if rng.IntN(4) == 0 {
-					c = del(r)
-					break
-				}
-				fallthrough
-			default:
-				c = assign(r, "title", string(rune('A'+i)))
-			}
-			x, _, err := s.Build(w, c)
-			if err != nil {
-				continue // an edit of a deleted record
-			}
-			s.Add(x)
-			all = append(all, x)
-		}
+		s, all := randomHistory(rng, 30, 4, 4)
 		out := map[[32]byte]bool{}
 		for _, w := range all {
 			if rng.IntN(3) == 0 {
@@ -82,27 +90,7 @@ func TestDropIsTheStateOfTheRest(t *testing.T) {
 // deleted records alike.
 func TestKeptWritesAreWrites(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(9, 4))
-	now := int64(1000)
-	s := NewState(testValidator())
-	for i := range 200 {
-		now += int64(rng.IntN(3))
-		w := writer(rng.IntN(2), rng.IntN(3), 0, &now)
-		r := recID(rng.IntN(8))
-		var c Change
-		switch rng.IntN(6) {
-		case 0:
-			c = add(r, "tags", string(rune('a'+rng.IntN(3))))
-		case 1:
-			c = remove(r, "tags", string(rune('a'+rng.IntN(3))))
-		case 2:
-			c = del(r)
-		default:
-			c = assign(r, "title", string(rune('A'+i%26)))
-		}
-		if x, _, err := s.Build(w, c); err == nil {
-			s.Add(x)
-		}
-	}
+	s, _ := randomHistory(rng, 200, 16, 8)
 	deleted := 0
 	for rec := range s.Records() {
 		if s.Deleted(rec) {
