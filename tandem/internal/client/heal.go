@@ -1,11 +1,5 @@
 package client
 
-import (
-	"iter"
-
-	"github.com/ferry-sync/ferry/tandem/internal/record"
-)
-
 // liveWrites lists, by channel and record, the write IDs of the live record
 // messages on the hub, for healing (§12.2). Healing runs after every pull
 // over every write the device keeps, so it keeps each message's own list
@@ -28,9 +22,9 @@ func (l liveWrites) add(channel string, rec [16]byte, ids [][32]byte) {
 // holds builds a set rather than scanning the lists for each kept write.
 const linearMax = 64
 
-// holds reports whether every write of kept is in a live message of rec in
-// channel.
-func (l liveWrites) holds(channel string, rec [16]byte, kept iter.Seq[*record.Write]) bool {
+// holds reports whether every write ID of kept (record.State.KeptIDs) is in
+// a live message of rec in channel.
+func (l liveWrites) holds(channel string, rec [16]byte, kept [][32]byte) bool {
 	lists := l[liveKey{channel, rec}]
 	total := 0
 	for _, ids := range lists {
@@ -43,15 +37,15 @@ func (l liveWrites) holds(channel string, rec [16]byte, kept iter.Seq[*record.Wr
 				set[id] = struct{}{}
 			}
 		}
-		for w := range kept {
-			if _, ok := set[w.ID()]; !ok {
+		for _, id := range kept {
+			if _, ok := set[id]; !ok {
 				return false
 			}
 		}
 		return true
 	}
-	for w := range kept {
-		if !listed(lists, w.ID()) {
+	for _, id := range kept {
+		if !listed(lists, id) {
 			return false
 		}
 	}

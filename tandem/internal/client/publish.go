@@ -277,7 +277,7 @@ func (d *Device) heal(dry bool) (records, statements int) {
 			if d.isDirty(channel, rec) {
 				continue // queued: the push publishes it anyway
 			}
-			if !onHub.holds(channel, rec, st.KeptWrites(rec)) {
+			if !onHub.holds(channel, rec, st.KeptIDs(rec)) {
 				queue = append(queue, outMsg{channel: channel, rec: rec, dirty: true})
 				records++
 			}

@@ -8,8 +8,9 @@ import (
 
 // randomHistory builds a state from n random edits of two users on three
 // devices over recs records: assigns, tag adds and removes, and a delete in
-// one edit out of 5*delEvery. It returns the state and the writes it took.
-func randomHistory(rng *mrand.Rand, n, recs, delEvery int) (*State, []*Write) {
+// one edit out of 5*delEvery. It returns the state and the writes it took;
+// each, if not nil, sees the state after every edit.
+func randomHistory(rng *mrand.Rand, n, recs, delEvery int, each func(*State)) (*State, []*Write) {
 	now := int64(1000)
 	s := NewState(testValidator())
 	var all []*Write
@@ -38,6 +39,9 @@ func randomHistory(rng *mrand.Rand, n, recs, delEvery int) (*State, []*Write) {
 		}
 		s.Add(x)
 		all = append(all, x)
+		if each != nil {
+			each(s)
+		}
 	}
 	return s, all
 }
@@ -49,7 +53,7 @@ func randomHistory(rng *mrand.Rand, n, recs, delEvery int) (*State, []*Write) {
 func TestDropIsTheStateOfTheRest(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(7, 22))
 	for round := range 50 {
-		s, all := randomHistory(rng, 30, 4, 4)
+		s, all := randomHistory(rng, 30, 4, 4, nil)
 		out := map[[32]byte]bool{}
 		for _, w := range all {
 			if rng.IntN(3) == 0 {
@@ -86,11 +90,11 @@ func TestDropIsTheStateOfTheRest(t *testing.T) {
 	}
 }
 
-// KeptWrites yields exactly the writes Writes returns, for live and
+// keptWrites yields exactly the writes Writes returns, for live and
 // deleted records alike.
 func TestKeptWritesAreWrites(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(9, 4))
-	s, _ := randomHistory(rng, 200, 16, 8)
+	s, _ := randomHistory(rng, 200, 16, 8, nil)
 	deleted := 0
 	for rec := range s.Records() {
 		if s.Deleted(rec) {
@@ -101,14 +105,14 @@ func TestKeptWritesAreWrites(t *testing.T) {
 			want[w.ID()] = true
 		}
 		n := 0
-		for w := range s.KeptWrites(rec) {
+		for w := range s.keptWrites(rec) {
 			if !want[w.ID()] {
-				t.Fatalf("KeptWrites yields a write Writes does not list")
+				t.Fatalf("keptWrites yields a write Writes does not list")
 			}
 			n++
 		}
 		if n != len(want) {
-			t.Fatalf("KeptWrites yields %d writes, Writes lists %d", n, len(want))
+			t.Fatalf("keptWrites yields %d writes, Writes lists %d", n, len(want))
 		}
 	}
 	if deleted == 0 || deleted == s.NumRecords() {
@@ -117,7 +121,49 @@ func TestKeptWritesAreWrites(t *testing.T) {
 	if len(s.Writes(recID(99))) != 0 {
 		t.Fatal("an unknown record has writes")
 	}
-	for range s.KeptWrites(recID(99)) {
-		t.Fatal("KeptWrites yields a write of an unknown record")
+	for range s.keptWrites(recID(99)) {
+		t.Fatal("keptWrites yields a write of an unknown record")
+	}
+}
+
+// KeptIDs lists exactly the IDs of Writes, however the record changed since
+// it was last asked: edits, deletes, a "_name" write that voids deletes,
+// and Drop.
+func TestKeptIDsFollowEveryChange(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(5, 6))
+	check := func(s *State) {
+		for rec := range s.Records() {
+			want := map[[32]byte]bool{}
+			for _, w := range s.Writes(rec) {
+				want[w.ID()] = true
+			}
+			got := s.KeptIDs(rec)
+			if len(got) != len(want) {
+				t.Fatalf("KeptIDs lists %d writes, Writes %d", len(got), len(want))
+			}
+			for _, id := range got {
+				if !want[id] {
+					t.Fatal("KeptIDs lists a write Writes does not")
+				}
+			}
+		}
+	}
+	checks := 0
+	s, all := randomHistory(rng, 300, 6, 6, func(s *State) {
+		if rng.IntN(3) == 0 {
+			check(s)
+			checks++
+		}
+	})
+	if checks < 50 {
+		t.Fatalf("only %d checks", checks)
+	}
+	for i := 0; i < len(all); i += 7 {
+		out := all[i].ID()
+		s.Drop(func(w *Write) bool { return w.ID() == out })
+		check(s)
+	}
+	if s.KeptIDs(recID(99)) != nil {
+		t.Fatal("an unknown record has IDs")
 	}
 }

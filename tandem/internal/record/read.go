@@ -134,10 +134,30 @@ func (s *State) Writes(record [16]byte) []*Write {
 	return out
 }
 
-// KeptWrites yields the writes Writes returns, in no particular order and
+// KeptIDs returns the IDs of the writes Writes returns, in no particular
+// order. The slice is the state's own: the caller must not change it, and
+// it is valid until the next Add or Drop. It is kept between calls, so a
+// check that visits every record after every sync (healing, §12.2) reads
+// one array per record instead of following every write.
+func (s *State) KeptIDs(record [16]byte) [][32]byte {
+	r := s.records[record]
+	if r == nil {
+		return nil
+	}
+	if r.ids == nil {
+		ids := make([][32]byte, 0, 4)
+		for w := range s.keptWrites(record) {
+			ids = append(ids, w.id)
+		}
+		r.ids = ids
+	}
+	return r.ids
+}
+
+// keptWrites yields the writes Writes returns, in no particular order and
 // without building a slice, for checks that visit every record (healing,
 // §12.2).
-func (s *State) KeptWrites(record [16]byte) iter.Seq[*Write] {
+func (s *State) keptWrites(record [16]byte) iter.Seq[*Write] {
 	return func(yield func(*Write) bool) {
 		r := s.records[record]
 		if r == nil {

@@ -86,6 +86,7 @@ type field struct {
 type rec struct {
 	deletes map[string]*register // field → its delete register
 	fields  map[string]*field
+	ids     [][32]byte // KeptIDs, built when asked; nil again at every Add
 }
 
 func (r *rec) deleted() bool { return len(r.deletes) > 0 }
@@ -149,6 +150,7 @@ func (s *State) Add(w *Write) bool {
 		r = &rec{}
 		s.records[w.body.Record] = r
 	}
+	r.ids = nil // every change of a record's writes comes through here
 	if w.body.Op == suite.OpDelete {
 		if r.named() {
 			return false
