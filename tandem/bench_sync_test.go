@@ -233,3 +233,46 @@ func interleaved(b *testing.B, device, anchor func(*testing.B) time.Duration) {
 	b.ReportMetric(float64(anc.Milliseconds())/float64(b.N), "anchor-ms")
 	b.ReportMetric(float64(dev)/float64(anc), "device/anchor")
 }
+
+// BenchmarkIdleSync: a device that holds the 11,000-record collection syncs
+// again with nothing new on the hub (what Run does at every notification
+// or poll): listing the folder, then the healing pass of §12.2 over every
+// kept write. The anchor is the listing alone: the binding's Changes since
+// the latest cursor on an open session.
+func BenchmarkIdleSync(b *testing.B) {
+	h, _ := catchUpSource(b)
+	ctx := context.Background()
+	d, err := Open(ctx, copyDir(b, catchBase), Options{Hub: h, Logger: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	s, err := imaphub.Open(ctx, imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ch, err := s.Changes(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	device := func(b *testing.B) time.Duration {
+		t0 := time.Now()
+		rep, err := d.Sync(ctx)
+		if err != nil || rep.Fetched != 0 {
+			b.Fatalf("%v %+v", err, rep)
+		}
+		return time.Since(t0)
+	}
+	anchor := func(b *testing.B) time.Duration {
+		t0 := time.Now()
+		if _, err := s.Changes(ctx, ch.Cursor); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	againstAnchor(b, device, anchor)
+}

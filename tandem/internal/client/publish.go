@@ -239,7 +239,7 @@ func (d *Device) keptIDs(channel string, rec [16]byte) map[[32]byte]bool {
 // never brings back a write a tombstone or a newer write replaced: only
 // kept writes are published. It returns what it queued. d.mu is held.
 func (d *Device) heal(dry bool) (records, statements int) {
-	onHub := liveWrites{}
+	onHub := make(liveWrites, len(d.msgs))
 	type placed struct {
 		channel string
 		st      [32]byte
