@@ -77,7 +77,7 @@ func (d *decoder) fields(t reflect.Type) []fieldInfo {
 			return sf.fields
 		}
 	}
-	var fs []fieldInfo
+	fs := make([]fieldInfo, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {

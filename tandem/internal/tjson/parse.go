@@ -43,13 +43,13 @@ func (k Kind) String() string {
 
 // Value is one validated JSON value. Object members keep their order.
 type Value struct {
-	kind    Kind
 	off     int
 	raw     []byte
-	b       bool
 	s       string // unescaped string, or a number's literal
 	elems   []Value
 	members []Member
+	kind    Kind // kind and b last, side by side: a tree holds many Values
+	b       bool
 }
 
 // Member is one member of an object.
@@ -92,7 +92,9 @@ func (p *parser) dupName(start int, name string, seen map[string]struct{}) bool 
 // (see the package doc) and returns it. Integer and type rules, which depend
 // on a schema, are applied by Unmarshal and the Value accessors.
 func Parse(data []byte) (Value, error) {
-	p := &parser{data: data}
+	// The scratch stacks start at the size a record payload needs, so
+	// that they are allocated once instead of growing step by step.
+	p := &parser{data: data, members: make([]Member, 0, 16), elems: make([]Value, 0, 16)}
 	p.space()
 	v, err := p.value()
 	if err != nil {
