@@ -40,7 +40,7 @@ func (s *State) Drop(out func(*Write) bool) []*Write {
 		}
 	})
 	s.records = make(map[[16]byte]*rec)
-	s.writes = 0
+	s.writes, s.epochs = 0, epochRange{}
 	for _, w := range stay {
 		s.Add(w)
 	}

@@ -167,3 +167,44 @@ func TestKeptIDsFollowEveryChange(t *testing.T) {
 		t.Fatal("an unknown record has IDs")
 	}
 }
+
+// EpochRange bounds every retained write's epoch, through adds and Drop,
+// and Drop narrows it to what stays.
+func TestEpochRangeBoundsRetained(t *testing.T) {
+	if _, _, ok := NewState(testValidator()).EpochRange(); ok {
+		t.Fatal("an empty state has an epoch range")
+	}
+	rng := mrand.New(mrand.NewPCG(11, 12))
+	now := int64(1000)
+	s := NewState(testValidator())
+	for i := range 120 {
+		now += int64(rng.IntN(3))
+		e := uint64(1 + rng.IntN(3))
+		c := assign(recID(rng.IntN(6)), "title", string(rune('A'+i%26)))
+		if x, _, err := s.Build(writer(rng.IntN(2), rng.IntN(3), e, &now), c); err == nil {
+			s.Add(x)
+		}
+	}
+	within := func() {
+		lo, hi, ok := s.EpochRange()
+		n := 0
+		for w := range s.All() {
+			n++
+			if !ok || w.Epoch() < lo || w.Epoch() > hi {
+				t.Fatalf("write of epoch %d outside the range [%d, %d] (ok %v)", w.Epoch(), lo, hi, ok)
+			}
+		}
+		if n == 0 {
+			t.Fatal("no writes retained")
+		}
+	}
+	within()
+	if lo, hi, _ := s.EpochRange(); lo == hi {
+		t.Fatalf("one epoch only (%d): the test needs several", lo)
+	}
+	s.Drop(func(w *Write) bool { return w.Epoch() == 1 })
+	within()
+	if lo, _, _ := s.EpochRange(); lo < 2 {
+		t.Fatalf("after dropping epoch 1 the range still starts at %d", lo)
+	}
+}

@@ -134,6 +134,16 @@ func (s *State) Writes(record [16]byte) []*Write {
 	return out
 }
 
+// EpochRange returns bounds on the epochs of the writes s retains: every
+// retained write's epoch is within [lo, hi]; ok is false when s has never
+// held a write since it was made or last rebuilt by Drop. The bounds widen
+// as writes enter and do not narrow when a superseded write leaves, so they
+// may be wider than the writes' own; they are what lets a caller skip a
+// pass over every write when all of them belong to one epoch.
+func (s *State) EpochRange() (lo, hi uint64, ok bool) {
+	return s.epochs.lo, s.epochs.hi, s.epochs.any
+}
+
 // KeptIDs returns the IDs of the writes Writes returns, in no particular
 // order. The slice is the state's own: the caller must not change it, and
 // it is valid until the next Add or Drop. It is kept between calls, so a
@@ -200,10 +210,10 @@ func (r *rec) appendFields(out []*Write) []*Write {
 	return out
 }
 
-// retained returns every write the state keeps for the record, sorted by
+// Retained returns every write the state keeps for the record, sorted by
 // write ID: Writes plus, for a deleted record, the field writes the
 // tombstone hides (see rec).
-func (s *State) retained(record [16]byte) []*Write {
+func (s *State) Retained(record [16]byte) []*Write {
 	r := s.records[record]
 	if r == nil {
 		return nil
@@ -224,7 +234,7 @@ func (s *State) retained(record [16]byte) []*Write {
 func (s *State) All() iter.Seq[*Write] {
 	return func(yield func(*Write) bool) {
 		for id := range s.Records() {
-			for _, w := range s.retained(id) {
+			for _, w := range s.Retained(id) {
 				if !yield(w) {
 					return
 				}

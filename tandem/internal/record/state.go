@@ -112,6 +112,21 @@ type State struct {
 	v       *Validator
 	records map[[16]byte]*rec
 	writes  int
+	epochs  epochRange // bounds on the retained writes' epochs (EpochRange)
+}
+
+// epochRange is a lower and an upper bound on epochs; zero is empty.
+type epochRange struct {
+	lo, hi uint64
+	any    bool
+}
+
+func (e *epochRange) widen(epoch uint64) {
+	if !e.any {
+		*e = epochRange{epoch, epoch, true}
+		return
+	}
+	e.lo, e.hi = min(e.lo, epoch), max(e.hi, epoch)
 }
 
 // NewState returns an empty state whose writes are checked by v.
@@ -142,6 +157,14 @@ func (s *State) Ingest(body *suite.WriteBody, sig []byte, epoch uint64) (*Write,
 // this package made (a literal or zero value) and a write of another scope
 // than the state's.
 func (s *State) Add(w *Write) bool {
+	if !s.add(w) {
+		return false
+	}
+	s.epochs.widen(w.epoch)
+	return true
+}
+
+func (s *State) add(w *Write) bool {
 	if w == nil || !w.ok || w.body.Scope != s.v.rules.Scope {
 		return false
 	}
