@@ -155,7 +155,8 @@ func (s *State) KeptIDs(record [16]byte) [][32]byte {
 		return nil
 	}
 	if r.ids == nil {
-		ids := make([][32]byte, 0, 4)
+		// Most fields keep one write: one allocation for most records.
+		ids := make([][32]byte, 0, len(r.fields)+len(r.deletes))
 		for w := range s.keptWrites(record) {
 			ids = append(ids, w.id)
 		}
