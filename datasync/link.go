@@ -58,13 +58,16 @@ func (n *Node) Serve(ctx context.Context, ln net.Listener, allow func(PublicKey)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	// The links end with Serve, whichever way it returns.
+	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slots := make(chan struct{}, n.opts.MaxLinks)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() != nil {
+			// The outer context, not ctx: the listener may be closed by
+			// the outer one's end before ctx, its child, has heard of it.
+			if outer.Err() != nil {
 				return nil
 			}
 			if errors.Is(err, net.ErrClosed) {

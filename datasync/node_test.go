@@ -236,3 +236,66 @@ func TestCodeNames(t *testing.T) {
 		t.Fatalf("JSON %s", b)
 	}
 }
+
+// endingCtx is a context whose end runs its AfterFunc callbacks before
+// anything watching Done can see it: the order in which a standard
+// context may end too, when its AfterFunc callback's goroutine runs before
+// the context's other children are cancelled.
+type endingCtx struct {
+	context.Context
+	mu    sync.Mutex
+	err   error
+	done  chan struct{}
+	after []func()
+}
+
+func newEndingCtx() *endingCtx {
+	return &endingCtx{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *endingCtx) Done() <-chan struct{} { return c.done }
+
+func (c *endingCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *endingCtx) AfterFunc(f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.after = append(c.after, f)
+	return func() bool { return false }
+}
+
+func (c *endingCtx) end() {
+	c.mu.Lock()
+	c.err = context.Canceled
+	after := c.after
+	c.mu.Unlock()
+	for _, f := range after {
+		f()
+		time.Sleep(50 * time.Millisecond) // whoever f woke acts before the next one runs
+	}
+	close(c.done)
+}
+
+// Serve returns nil when its context ends, however the closing of the
+// listener and the end of the context interleave: the closed listener is
+// not a failure then. It made `ferry peer run --listen` exit 1 at its
+// planned end, now and then, in CI.
+func TestServeEndsCleanly(t *testing.T) {
+	n := openTestNode(t, filepath.Join(t.TempDir(), "a.state"), "a", nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := newEndingCtx()
+	done := make(chan error, 1)
+	go func() { done <- n.Serve(ctx, ln, func(PublicKey) bool { return false }) }()
+	time.Sleep(20 * time.Millisecond) // Serve waiting in Accept
+	ctx.end()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve = %v after its context ended", err)
+	}
+}
