@@ -30,6 +30,8 @@ type Proxy struct {
 	closed  bool
 	wg      sync.WaitGroup
 	accepts int
+	cuts    int    // Cuts so far: a connection accepted before one is not kept
+	dialed  func() // tests: called between dialing the target and keeping the pair
 }
 
 type pair struct{ client, server net.Conn }
@@ -70,6 +72,7 @@ func (p *Proxy) Cut() {
 		c.server.Close()
 		delete(p.conns, c)
 	}
+	p.cuts++           // and a connection still being set up is dropped when done
 	p.wake.Broadcast() // pipes held by Silence see their pair gone
 }
 
@@ -169,7 +172,7 @@ func (p *Proxy) accept() {
 		}
 		p.mu.Lock()
 		p.accepts++
-		refuse := p.refuse || p.closed
+		refuse, cuts, dialed := p.refuse || p.closed, p.cuts, p.dialed
 		p.mu.Unlock()
 		if refuse {
 			cc.Close()
@@ -180,6 +183,9 @@ func (p *Proxy) accept() {
 			cc.Close()
 			continue
 		}
+		if dialed != nil {
+			dialed()
+		}
 		c := &pair{cc, sc}
 		p.mu.Lock()
 		if p.closed {
@@ -187,6 +193,14 @@ func (p *Proxy) accept() {
 			cc.Close()
 			sc.Close()
 			return
+		}
+		if p.cuts != cuts || p.refuse {
+			// Cut (or Refuse and Cut) came while this connection was being
+			// set up: it must not outlive them.
+			p.mu.Unlock()
+			cc.Close()
+			sc.Close()
+			continue
 		}
 		p.conns[c] = struct{}{}
 		p.mu.Unlock()

@@ -111,3 +111,24 @@ func TestProxyCutAfterAndClientRewrite(t *testing.T) {
 		t.Fatalf("cut after 3 bytes: read %q", b[:n])
 	}
 }
+
+// A connection the proxy is still setting up when Refuse and Cut come does
+// not outlive them: it would keep a client online through a test's "cut
+// everything" (TestBrowserTwoPeople waited 90 s for a page to go offline).
+func TestCutReachesConnectionBeingSetUp(t *testing.T) {
+	p := Start(t, echo(t))
+	p.mu.Lock()
+	p.dialed = func() { // the test cuts between the proxy's accept and its keeping the pair
+		p.Refuse(true)
+		p.Cut()
+	}
+	p.mu.Unlock()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if l, err := roundTrip(c, bufio.NewReader(c), time.Second); err == nil {
+		t.Fatalf("a connection set up across a cut still answers: %q", l)
+	}
+}
