@@ -120,3 +120,29 @@ func TestBrowserClickDuringUpdate(t *testing.T) {
 		t.Errorf("the click was lost: ferry show: %s", out)
 	}
 }
+
+// TestBrowserKeepsFocus: a live update keeps the keyboard's place. A
+// person on an item's "Mark done" button (it has no id) when another
+// device adds an item is still on that button after the page updated;
+// before, focus fell back to the page's start (and TestBrowserUsable's
+// Tab walk lost its way when an update landed during it).
+func TestBrowserKeepsFocus(t *testing.T) {
+	p, pg, id := oneList(t, browser(t))
+	p.ferry("add", id, "Milk")
+	pg.waitJS(`[...document.querySelectorAll(".items .title")].some(e => e.textContent === "Milk")`, actionWait)
+	eval[bool](pg, `(document.querySelector("button.check").focus(), true)`)
+	onMilk := `document.activeElement && document.activeElement.getAttribute("aria-label") === "Mark done: Milk"`
+	if !pg.has(onMilk) {
+		t.Fatal("could not focus the Mark done button")
+	}
+	updates := eval[string](pg, `document.documentElement.dataset.updates || "0"`)
+	p.ferry("add", id, "Bread")
+	pg.waitJS(`[...document.querySelectorAll(".items .title")].some(e => e.textContent === "Bread")`, actionWait)
+	if eval[string](pg, `document.documentElement.dataset.updates || "0"`) == updates {
+		t.Fatal("the page did not update in place")
+	}
+	if !pg.has(onMilk) {
+		t.Errorf("after the update the focus is on %q, not on Milk's Mark done button",
+			eval[string](pg, `document.activeElement ? document.activeElement.tagName + " " + (document.activeElement.getAttribute("aria-label") || "") : "nothing"`))
+	}
+}

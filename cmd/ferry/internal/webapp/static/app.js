@@ -52,6 +52,35 @@
     });
   }
 
+  // focusKey names the focused control so that the same control can be
+  // found in a fresh copy of the page: by id, else by its label, link or
+  // form (a list's "Mark done" buttons have no id). A keyboard user keeps
+  // their place across a live update.
+  function focusKey(e) {
+    if (!e || e === document.body) return null;
+    if (e.id) return { id: e.id };
+    var form = e.form ? e.form.getAttribute("action") : null;
+    return { tag: e.tagName, label: e.getAttribute("aria-label"), href: e.getAttribute("href"), form: form, text: e.textContent };
+  }
+
+  function refocus(key, root) {
+    if (!key) return;
+    if (key.id) {
+      var byId = document.getElementById(key.id);
+      if (byId) byId.focus();
+      return;
+    }
+    var all = root.querySelectorAll(key.tag);
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i];
+      if (e.getAttribute("aria-label") === key.label && e.getAttribute("href") === key.href &&
+          (e.form ? e.form.getAttribute("action") : null) === key.form && e.textContent === key.text) {
+        e.focus();
+        return;
+      }
+    }
+  }
+
   function refresh() {
     if (busy) { again = true; return; }
     if (editing()) { pending = true; return; }
@@ -65,14 +94,15 @@
           // nothing new to show
         } else if (fresh && cur && !editing()) {
           shown = fresh.outerHTML;
-          var focus = document.activeElement && document.activeElement.id;
+          var focus = focusKey(document.activeElement);
           var kept = typed(cur);
           var flash = cur.querySelector(".flash");
           if (flash && !fresh.querySelector(".flash")) fresh.querySelector("header").after(flash);
-          cur.replaceWith(document.adoptNode(fresh));
+          var placed = document.adoptNode(fresh);
+          cur.replaceWith(placed);
           restore(kept);
           document.title = doc.title;
-          if (focus && document.getElementById(focus)) document.getElementById(focus).focus();
+          refocus(focus, placed);
           root.dataset.updates = String(Number(root.dataset.updates || "0") + 1);
         } else if (fresh) {
           pending = true;
