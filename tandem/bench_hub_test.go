@@ -113,7 +113,7 @@ func BenchmarkFirstSync(b *testing.B) {
 		b.StartTimer()
 		return took
 	}
-	cfg := imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
+	cfg := rawConfig(h)
 	anchor := func(b *testing.B) time.Duration { return rawFetchVerify(b, cfg, nil, firstSigs) }
 	againstAnchor(b, device, anchor)
 	b.Run("raw-fetch", func(b *testing.B) {
@@ -124,6 +124,12 @@ func BenchmarkFirstSync(b *testing.B) {
 }
 
 func hubAddr(h Hub) string { return fmt.Sprintf("%s:%d", h.d.Host, h.d.Port) }
+
+// rawConfig is the binding's own configuration for h's account: the
+// anchors read the same folder without a device.
+func rawConfig(h Hub) imaphub.Config {
+	return imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
+}
 
 // BenchmarkNotify measures A's write → B's Changed under Run, next to a
 // bare Watch of the binding on the same account seeing A's append: on

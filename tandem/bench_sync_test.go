@@ -134,7 +134,7 @@ func catchUpSource(b *testing.B) (Hub, string) {
 			return
 		}
 		d.Close()
-		s, err := imaphub.Open(ctx, imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password})
+		s, err := imaphub.Open(ctx, rawConfig(h))
 		if err != nil {
 			catchErr = err
 			return
@@ -199,7 +199,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.StartTimer()
 		return took
 	}
-	cfg := imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password}
+	cfg := rawConfig(h)
 	anchor := func(b *testing.B) time.Duration { return rawFetchVerify(b, cfg, catchCursor, catchSigs) }
 	againstAnchor(b, device, anchor)
 }
@@ -250,7 +250,7 @@ func BenchmarkIdleSync(b *testing.B) {
 	if _, err := d.Sync(ctx); err != nil {
 		b.Fatal(err)
 	}
-	s, err := imaphub.Open(ctx, imaphub.Config{Addr: hubAddr(h), User: h.d.User, Password: h.d.Password})
+	s, err := imaphub.Open(ctx, rawConfig(h))
 	if err != nil {
 		b.Fatal(err)
 	}

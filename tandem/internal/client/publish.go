@@ -225,8 +225,8 @@ func (d *Device) keptIDs(channel string, rec [16]byte) map[[32]byte]bool {
 	if ch.coll != nil {
 		st = ch.coll.state
 	}
-	for _, w := range st.Writes(rec) {
-		out[w.ID()] = true
+	for _, id := range st.KeptIDs(rec) {
+		out[id] = true
 	}
 	return out
 }
