@@ -129,7 +129,10 @@ func (d *Device) mark(id hub.ID, state MsgState) {
 // they were committed, and stops at fn's first error.
 type Source interface {
 	// Writes lists the kept writes of one scope (home, or a collection):
-	// their stored bytes (record.AppendStored) and write IDs.
+	// their stored bytes (record.AppendStored) and write IDs. A write
+	// committed again (a smaller signature, a damaged copy fetched again)
+	// may come more than once until the store prunes it, the later copy
+	// last; the state keeps one.
 	Writes(ctx context.Context, scope [16]byte, fn func(stored []byte, id [32]byte) error) error
 	// OtherWrites lists, in one pass, the kept writes of every scope but
 	// the one given, with their scope.

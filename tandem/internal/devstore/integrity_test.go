@@ -90,7 +90,8 @@ func TestOutboxFromSchema2(t *testing.T) {
 // TestWritesFromSchema3: a database of schema 3 (writes clustered by
 // their IDs) opens at Version with every write row kept as it was — its
 // checksum too, so a row damaged before the migration is still refused —
-// and a write stored again replaces its row instead of adding one.
+// and, from schema 5 on, a write stored again adds a row (Prune keeps the
+// later).
 func TestWritesFromSchema3(t *testing.T) {
 	path, raw := oldSchema(t, 3)
 	home, other := [16]byte{1}, [16]byte{2}
@@ -145,7 +146,52 @@ func TestWritesFromSchema3(t *testing.T) {
 	if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", make([]byte, 32), home[:], []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", make([]byte, 32), home[:], []byte("y")); err == nil {
-		t.Fatal("a second row with the same write ID was taken")
+	if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored) VALUES(?, ?, ?)", make([]byte, 32), home[:], []byte("y")); err != nil {
+		t.Fatalf("a second row with the same write ID: %v", err)
+	}
+	if _, err := db.Prune(t.Context(), func([32]byte) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	if err := db.db.QueryRow("SELECT stored FROM writes WHERE wid = ?", make([]byte, 32)).Scan(&last); err != nil || last != "y" {
+		t.Fatalf("after Prune the write reads %q (%v), want the later row", last, err)
+	}
+}
+
+// TestWritesFromSchema4: a database of schema 4 opens at Version with its
+// write rows in the same arrival order (seq), so a write stored again after
+// the migration is the later row, the one Prune keeps.
+func TestWritesFromSchema4(t *testing.T) {
+	path, raw := oldSchema(t, 4)
+	home := [16]byte{1}
+	for _, id := range []byte{9, 3, 5} {
+		stored := []byte{id, id}
+		if _, err := raw.Exec("INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?)", []byte{31: id}, home[:], stored, rowSum([32]byte{31: id}, home, stored)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db := openCurrent(t, path)
+	defer db.Close()
+	var order []byte
+	if err := db.Source().Writes(t.Context(), home, func(b []byte, id [32]byte) error {
+		order = append(order, id[31])
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(order, []byte{9, 3, 5}) {
+		t.Fatalf("read back in the order %v, want [9 3 5]", order)
+	}
+	again := []byte("again")
+	if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?)", []byte{31: 9}, home[:], again, rowSum([32]byte{31: 9}, home, again)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.Prune(t.Context(), func([32]byte) bool { return true }); err != nil || n != 1 {
+		t.Fatalf("Prune deleted %d rows (%v), want the earlier row of write 9", n, err)
+	}
+	var got []byte
+	if err := db.db.QueryRow("SELECT stored FROM writes WHERE wid = ?", []byte{31: 9}).Scan(&got); err != nil || !bytes.Equal(got, again) {
+		t.Fatalf("write 9 reads %q (%v), want the later row", got, err)
 	}
 }

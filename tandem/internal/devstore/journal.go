@@ -49,16 +49,21 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 		return err
 	}
 	if len(d.Writes) > 0 {
-		// A row already there is replaced only when its bytes differ: a
-		// write dropped as damaged (integrity.go) and fetched again.
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?) ON CONFLICT(wid) DO UPDATE SET scope = excluded.scope, stored = excluded.stored, crc = excluded.crc WHERE writes.stored IS NOT excluded.stored OR writes.scope IS NOT excluded.scope OR writes.crc IS NOT excluded.crc")
+		// A plain append (schema 5): a write stored before gets a later
+		// row, which Prune keeps. A write listed twice here is stored once.
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?)")
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		var b []byte
+		seen := make(map[[32]byte]struct{}, len(d.Writes))
 		for _, w := range d.Writes {
 			id, scope := w.ID(), w.Body().Scope
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
 			b = record.AppendStored(b[:0], w)
 			if _, err := stmt.ExecContext(ctx, id[:], scope[:], b, rowSum(id, scope, b)); err != nil {
 				return err
@@ -340,36 +345,52 @@ func (r *source) Rotations(ctx context.Context, fn func(client.SavedRotation) er
 	})
 }
 
-// Prune deletes stored writes that keep (the write IDs the device's states
-// hold) does not list: writes superseded since they were stored. It
-// returns how many it deleted.
+// Prune deletes the stored writes that keep (the write IDs the device's
+// states hold) does not list, superseded since they were stored, and every
+// row of a write stored again but its latest (schema 5: a write stored
+// again, with a smaller signature or after its row was found damaged,
+// gets a later row). It returns how many rows it deleted. Rows stored
+// while it runs are left as they are.
 func (s *DB) Prune(ctx context.Context, keep func(id [32]byte) bool) (int, error) {
-	var drop [][]byte
-	rows, err := s.db.QueryContext(ctx, "SELECT wid FROM writes")
+	var drop []int64
+	rows, err := s.db.QueryContext(ctx, "SELECT seq, wid FROM writes ORDER BY seq DESC")
 	if err != nil {
 		return 0, err
 	}
+	latest := map[[32]byte]struct{}{}
 	for rows.Next() {
-		var id []byte
-		if err := rows.Scan(&id); err != nil {
+		var seq int64
+		var id sql.RawBytes
+		if err := rows.Scan(&seq, &id); err != nil {
 			rows.Close()
 			return 0, err
 		}
 		if len(id) != 32 || !keep([32]byte(id)) {
-			drop = append(drop, id)
+			drop = append(drop, seq)
+			continue
 		}
+		if _, later := latest[[32]byte(id)]; later {
+			drop = append(drop, seq)
+			continue
+		}
+		latest[[32]byte(id)] = struct{}{}
 	}
 	rows.Close()
-	if len(drop) == 0 {
-		return 0, rows.Err()
+	if err := rows.Err(); err != nil || len(drop) == 0 {
+		return 0, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	for _, id := range drop {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM writes WHERE wid = ?", id); err != nil {
+	stmt, err := tx.PrepareContext(ctx, "DELETE FROM writes WHERE seq = ?")
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Close()
+	for _, seq := range drop {
+		if _, err := stmt.ExecContext(ctx, seq); err != nil {
 			return 0, err
 		}
 	}

@@ -2,6 +2,7 @@ package devstore
 
 import (
 	"bytes"
+	"maps"
 	"testing"
 
 	"github.com/ferry-sync/ferry/tandem/internal/client"
@@ -29,8 +30,9 @@ func signedWritesN(t testing.TB, scope [16]byte, n int) []*record.Write {
 	return ws
 }
 
-// Every committed write comes back once with its bytes, and a write listed
-// twice in one commit, or stored again later, is still one row.
+// Every committed write comes back with its bytes; a write listed twice in
+// one commit is one row; one stored again later is a second row, read back
+// again (the state keeps one), until Prune leaves one row per write.
 func TestCommitWritesOnce(t *testing.T) {
 	scope := [16]byte{7}
 	for _, n := range []int{1, 31, 70} {
@@ -40,13 +42,23 @@ func TestCommitWritesOnce(t *testing.T) {
 		if err := db.Commit(&client.Delta{Writes: twice}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Commit(&client.Delta{Writes: ws[:min(n, 3)]}); err != nil {
+		if rows := countRows(t, db); rows != n {
+			t.Fatalf("%d writes listed %d times in one commit: %d rows", n, len(twice), rows)
+		}
+		again := min(n, 3)
+		if err := db.Commit(&client.Delta{Writes: ws[:again]}); err != nil {
 			t.Fatal(err)
+		}
+		if rows := countRows(t, db); rows != n+again {
+			t.Fatalf("%d writes, %d stored again: %d rows", n, again, rows)
+		}
+		if got, err := db.Prune(t.Context(), func([32]byte) bool { return true }); err != nil || got != again {
+			t.Fatalf("Prune deleted %d rows (%v), want %d", got, err, again)
 		}
 		got := map[[32]byte][]byte{}
 		if err := db.Source().Writes(t.Context(), scope, func(b []byte, id [32]byte) error {
 			if got[id] != nil {
-				t.Errorf("write %x read twice", id[:4])
+				t.Errorf("write %x read twice after Prune", id[:4])
 			}
 			got[id] = bytes.Clone(b)
 			return nil
@@ -61,9 +73,53 @@ func TestCommitWritesOnce(t *testing.T) {
 				t.Fatalf("%d writes: write %x read back changed", n, w.ID())
 			}
 		}
-		var rows int
-		if err := db.db.QueryRow("SELECT count(*) FROM writes").Scan(&rows); err != nil || rows != n {
-			t.Fatalf("%d writes: %d rows (%v)", n, rows, err)
+	}
+}
+
+// Prune keeps, of a write stored twice, the later row (a smaller signature
+// that replaced the kept one, or a good copy after a damaged row), and
+// deletes every row of a write keep does not list.
+func TestPruneKeepsLatestRow(t *testing.T) {
+	db := openTest(t)
+	scope := [16]byte{7}
+	put := func(id byte, stored string) {
+		t.Helper()
+		wid := [32]byte{id}
+		if _, err := db.db.Exec("INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?)", wid[:], scope[:], []byte(stored), rowSum(wid, scope, []byte(stored))); err != nil {
+			t.Fatal(err)
 		}
 	}
+	put(1, "one, first")
+	put(2, "two")
+	put(1, "one, again")
+	put(3, "three, first")
+	put(3, "three, again")
+	put(1, "one, last")
+	n, err := db.Prune(t.Context(), func(id [32]byte) bool { return id != [32]byte{3} })
+	if err != nil || n != 4 {
+		t.Fatalf("Prune deleted %d rows (%v), want 4", n, err)
+	}
+	got := map[[32]byte]string{}
+	if err := db.Source().Writes(t.Context(), scope, func(b []byte, id [32]byte) error {
+		got[id] = string(b)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[[32]byte]string{{1}: "one, last", {2}: "two"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("after Prune: %q, want %q", got, want)
+	}
+	if n, err := db.Prune(t.Context(), func([32]byte) bool { return true }); err != nil || n != 0 {
+		t.Fatalf("a second Prune deleted %d rows (%v)", n, err)
+	}
+}
+
+func countRows(t *testing.T, db *DB) int {
+	t.Helper()
+	var rows int
+	if err := db.db.QueryRow("SELECT count(*) FROM writes").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

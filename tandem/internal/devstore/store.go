@@ -4,10 +4,10 @@
 // change committed atomically) and client.Source (everything read back on
 // open). See docs/decisions/tandem-device-store.md.
 //
-// Schema (version 4, PRAGMA user_version; PRAGMA application_id 'FRYT'):
+// Schema (version 5, PRAGMA user_version; PRAGMA application_id 'FRYT'):
 //
 //	meta(k TEXT PRIMARY KEY, v BLOB)           device_id, hlc, cursor, uid, hub, ...
-//	writes(seq INTEGER PRIMARY KEY, wid BLOB UNIQUE, scope BLOB, stored BLOB, crc BLOB)   kept writes in arrival order, record.AppendStored; crc: integrity.go
+//	writes(seq INTEGER PRIMARY KEY, wid BLOB, scope BLOB, stored BLOB, crc BLOB)   kept writes in arrival order, record.AppendStored; crc: integrity.go; a write stored again has a later row until Prune
 //	statements(seq INTEGER PRIMARY KEY, coll BLOB, origin BLOB, payload BLOB)
 //	fragments(seq INTEGER PRIMARY KEY, coll BLOB, payload BLOB)
 //	msgs(id TEXT PRIMARY KEY, channel TEXT, state INTEGER, hash BLOB, kind INTEGER, rec BLOB, writes BLOB, size INTEGER, first_seen INTEGER)   in rowid order
@@ -28,7 +28,7 @@ import (
 )
 
 // Version is the schema version this package writes.
-const Version = 4
+const Version = 5
 
 // appID marks a Ferry device database ('FRYT'), so that another SQLite
 // file is never taken for one.
@@ -126,6 +126,17 @@ CREATE TABLE writes4(seq INTEGER PRIMARY KEY, wid BLOB NOT NULL UNIQUE, scope BL
 INSERT INTO writes4(wid, scope, stored, crc) SELECT wid, scope, stored, crc FROM writes;
 DROP TABLE writes;
 ALTER TABLE writes4 RENAME TO writes;
+CREATE INDEX writes_scope ON writes(scope);
+`,
+	// 5: no index on wid. Its random inserts were most of a sync's commit
+	// (every transaction rewrote nearly all of its pages); a write stored
+	// again now adds a row, the later one is the one kept, and Prune
+	// removes the earlier. See docs/decisions/tandem-device-store.md.
+	4: `
+CREATE TABLE writes5(seq INTEGER PRIMARY KEY, wid BLOB NOT NULL, scope BLOB NOT NULL, stored BLOB NOT NULL, crc BLOB);
+INSERT INTO writes5(seq, wid, scope, stored, crc) SELECT seq, wid, scope, stored, crc FROM writes;
+DROP TABLE writes;
+ALTER TABLE writes5 RENAME TO writes;
 CREATE INDEX writes_scope ON writes(scope);
 `,
 }

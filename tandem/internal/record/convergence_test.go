@@ -261,6 +261,7 @@ func (s *sim) check() {
 		if b := encode(s.t, st); !bytes.Equal(b, refBytes) {
 			s.t.Fatalf("%s replica diverged (%d vs %d bytes)", name, len(b), len(refBytes))
 		}
+		checkKeptIDs(s.t, st) // its list kept up to date through every arrival order
 	}
 	// Reversed and shuffled with duplicates.
 	rev := slices.Clone(all)

@@ -126,28 +126,13 @@ func TestKeptWritesAreWrites(t *testing.T) {
 	}
 }
 
-// KeptIDs lists exactly the IDs of Writes, however the record changed since
-// it was last asked: edits, deletes, a "_name" write that voids deletes,
-// and Drop.
+// KeptIDs lists exactly the IDs of Writes, each once, however the record
+// changed since it was last asked: edits, deletes, a "_name" write that
+// voids deletes, a signature replaced, and Drop; whether the list was kept
+// up to date as the record grew or built when asked.
 func TestKeptIDsFollowEveryChange(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(5, 6))
-	check := func(s *State) {
-		for rec := range s.Records() {
-			want := map[[32]byte]bool{}
-			for _, w := range s.Writes(rec) {
-				want[w.ID()] = true
-			}
-			got := s.KeptIDs(rec)
-			if len(got) != len(want) {
-				t.Fatalf("KeptIDs lists %d writes, Writes %d", len(got), len(want))
-			}
-			for _, id := range got {
-				if !want[id] {
-					t.Fatal("KeptIDs lists a write Writes does not")
-				}
-			}
-		}
-	}
+	check := func(s *State) { checkKeptIDs(t, s) }
 	checks := 0
 	s, all := randomHistory(rng, 300, 6, 6, func(s *State) {
 		if rng.IntN(3) == 0 {
@@ -206,5 +191,31 @@ func TestEpochRangeBoundsRetained(t *testing.T) {
 	within()
 	if lo, _, _ := s.EpochRange(); lo < 2 {
 		t.Fatalf("after dropping epoch 1 the range still starts at %d", lo)
+	}
+}
+
+// checkKeptIDs fails unless KeptIDs lists exactly the IDs of Writes, each
+// once, for every record of s.
+func checkKeptIDs(t *testing.T, s *State) {
+	t.Helper()
+	for rec := range s.Records() {
+		want := map[[32]byte]bool{}
+		for _, w := range s.Writes(rec) {
+			want[w.ID()] = true
+		}
+		got := s.KeptIDs(rec)
+		if len(got) != len(want) {
+			t.Fatalf("KeptIDs lists %d writes, Writes %d", len(got), len(want))
+		}
+		seen := map[[32]byte]bool{}
+		for _, id := range got {
+			if !want[id] {
+				t.Fatal("KeptIDs lists a write Writes does not")
+			}
+			if seen[id] {
+				t.Fatal("KeptIDs lists a write twice")
+			}
+			seen[id] = true
+		}
 	}
 }

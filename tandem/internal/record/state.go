@@ -35,23 +35,25 @@ func (r *register) covered(x *Write) bool {
 }
 
 // add keeps x unless it is already kept or superseded, dropping the kept
-// writes x supersedes. It reports whether the kept set changed.
+// writes x supersedes. It reports whether the kept set changed, and whether
+// it changed only by gaining x: nothing dropped or replaced, so the kept IDs
+// grew by x's alone (what lets State keep rec.ids up to date).
 //
 // One write ID can arrive with several valid signatures: Ed25519 is
 // deterministic only for honest signers, and a signer may pick any nonce.
 // The state keeps the smallest signature bytes, so replicas that saw the
 // same signatures encode identically whatever the order.
-func (r *register) add(x *Write) bool {
+func (r *register) add(x *Write) (changed, grew bool) {
 	for i, k := range r.kept {
 		if k.id == x.id {
 			if bytes.Compare(x.sig, k.sig) < 0 {
 				r.kept[i] = x
-				return true
+				return true, false
 			}
-			return false
+			return false, false
 		}
 		if supersedes(k, x) {
-			return false
+			return false, false
 		}
 	}
 	n := 0
@@ -61,9 +63,10 @@ func (r *register) add(x *Write) bool {
 			n++
 		}
 	}
+	grew = n == len(r.kept)
 	clear(r.kept[n:])
 	r.kept = append(r.kept[:n], x)
-	return true
+	return true, grew
 }
 
 // field is one field of a record: its assign register and, for set ops, one
@@ -86,7 +89,11 @@ type field struct {
 type rec struct {
 	deletes map[string]*register // field → its delete register
 	fields  map[string]*field
-	ids     [][32]byte // KeptIDs, built when asked; nil again at every Add
+	// ids is KeptIDs's answer: kept up to date while the record's kept
+	// writes only grow (a new record, a new field: what a sync or a reopen
+	// mostly does), made nil by any other change and then built again when
+	// asked (State.add).
+	ids [][32]byte
 }
 
 func (r *rec) deleted() bool { return len(r.deletes) > 0 }
@@ -170,18 +177,34 @@ func (s *State) add(w *Write) bool {
 	}
 	r := s.records[w.body.Record]
 	if r == nil {
-		r = &rec{}
+		r = &rec{ids: make([][32]byte, 0, 1)}
 		s.records[w.body.Record] = r
 	}
-	r.ids = nil // every change of a record's writes comes through here
+	changed, grew := s.addToRec(r, w)
+	if !changed {
+		return false
+	}
+	if grew && r.ids != nil && !r.deleted() {
+		r.ids = append(r.ids, w.id)
+	} else {
+		r.ids = nil // every change of a record's writes comes through here
+	}
+	return true
+}
+
+// addToRec adds w to the register of r it belongs to (Register.add's
+// answers). Deletes are refused once r is named (§7.3).
+func (s *State) addToRec(r *rec, w *Write) (changed, grew bool) {
 	if w.body.Op == suite.OpDelete {
 		if r.named() {
-			return false
+			return false, false
 		}
 		if r.deletes == nil {
 			r.deletes = make(map[string]*register)
 		}
-		return s.addTo(r.deletes, w.body.Field, w)
+		// A first delete hides every field write: never a mere growth.
+		changed, _ = s.addTo(r.deletes, w.body.Field, w)
+		return changed, false
 	}
 	if r.fields == nil {
 		r.fields = make(map[string]*field)
@@ -191,36 +214,38 @@ func (s *State) add(w *Write) bool {
 		f = &field{}
 		r.fields[w.body.Field] = f
 	}
-	if w.body.Op == suite.OpAssign {
-		before := len(f.assign.kept)
-		if !f.assign.add(w) {
-			return false
+	if w.body.Op != suite.OpAssign {
+		if f.elems == nil {
+			f.elems = make(map[string]*register)
 		}
-		s.writes += len(f.assign.kept) - before
-		if w.body.Field == nameField {
-			s.dropDeletes(r) // they were invalid all along (§7.3)
-		}
-		return true
+		return s.addTo(f.elems, string(w.body.Element), w)
 	}
-	if f.elems == nil {
-		f.elems = make(map[string]*register)
+	before := len(f.assign.kept)
+	changed, grew = f.assign.add(w)
+	if !changed {
+		return false, false
 	}
-	return s.addTo(f.elems, string(w.body.Element), w)
+	s.writes += len(f.assign.kept) - before
+	if w.body.Field == nameField && r.deleted() {
+		s.dropDeletes(r) // they were invalid all along (§7.3)
+		return true, false
+	}
+	return true, grew
 }
 
 // addTo adds w to the register regs[key], made if missing.
-func (s *State) addTo(regs map[string]*register, key string, w *Write) bool {
+func (s *State) addTo(regs map[string]*register, key string, w *Write) (changed, grew bool) {
 	reg := regs[key]
 	if reg == nil {
 		reg = &register{}
 		regs[key] = reg
 	}
 	before := len(reg.kept)
-	if !reg.add(w) {
-		return false
+	changed, grew = reg.add(w)
+	if changed {
+		s.writes += len(reg.kept) - before
 	}
-	s.writes += len(reg.kept) - before
-	return true
+	return changed, grew
 }
 
 func (s *State) dropDeletes(r *rec) {
