@@ -146,9 +146,12 @@ func (s *State) EpochRange() (lo, hi uint64, ok bool) {
 
 // KeptIDs returns the IDs of the writes Writes returns, in no particular
 // order. The slice is the state's own: the caller must not change it, and
-// it is valid until the next Add or Drop. It is kept between calls, so a
+// it is valid until the next Add or Drop. It is kept between calls, and
+// kept up to date by Add while a record only gains writes (a new record, a
+// new field: what loading a device and a sync of new records do), so a
 // check that visits every record after every sync (healing, §12.2) reads
-// one array per record instead of following every write.
+// one array per record instead of following every write, even on the
+// first sync after a device opened.
 func (s *State) KeptIDs(record [16]byte) [][32]byte {
 	r := s.records[record]
 	if r == nil {
