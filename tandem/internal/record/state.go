@@ -192,8 +192,8 @@ func (s *State) add(w *Write) bool {
 	return true
 }
 
-// addToRec adds w to the register of r it belongs to (Register.add's
-// answers). Deletes are refused once r is named (§7.3).
+// addToRec adds w to the register of r it belongs to, with register.add's
+// answers. Deletes are refused once r is named (§7.3).
 func (s *State) addToRec(r *rec, w *Write) (changed, grew bool) {
 	if w.body.Op == suite.OpDelete {
 		if r.named() {
