@@ -160,6 +160,13 @@ func kind(snapshot bool) string {
 // instance, which is then rebuilt); a document made for an unreadable blob
 // is removed again.
 func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
+	return e.importBlob(name, change, false, e.importInto)
+}
+
+// importBlob is Import and ImportSnapshot: judge the blob, make the
+// document if needed, and have into bring the blob in; a document made for
+// a blob into found Unreadable is removed again.
+func (e *Engine) importBlob(name string, blob []byte, snapshot bool, into func(context.Context, string, *doc, lorowasm.BlobMeta, []byte) (engine.Outcome, error)) (engine.Outcome, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ctx, cancel := e.ctx()
@@ -170,7 +177,7 @@ func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	if err := e.flushAll(ctx); err != nil {
 		return engine.Failed, err
 	}
-	m, err := e.judge(ctx, name, change, false)
+	m, err := e.judge(ctx, name, blob, snapshot)
 	if err != nil {
 		return engine.Unreadable, err
 	}
@@ -179,7 +186,7 @@ func (e *Engine) Import(name string, change []byte) (engine.Outcome, error) {
 	if err != nil {
 		return engine.Failed, err
 	}
-	out, err := e.importInto(ctx, name, d, m, change)
+	out, err := into(ctx, name, d, m, blob)
 	if out == engine.Unreadable && created && e.docs[name] == d {
 		e.drop(ctx, name)
 	}
@@ -311,30 +318,7 @@ func (e *Engine) persist(ctx context.Context, name string, d *doc) error {
 // root); a shallow snapshot that covers everything held replaces the
 // document.
 func (e *Engine) ImportSnapshot(name string, snap []byte) (engine.Outcome, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ctx, cancel := e.ctx()
-	defer cancel()
-	// Every document's local edits are kept before peer bytes reach the
-	// module, so a trap they cause loses none of them; and the blob is
-	// judged before any document is made for it.
-	if err := e.flushAll(ctx); err != nil {
-		return engine.Failed, err
-	}
-	m, err := e.judge(ctx, name, snap, true)
-	if err != nil {
-		return engine.Unreadable, err
-	}
-	created := e.docs[name] == nil
-	d, err := e.docOrNew(ctx, name)
-	if err != nil {
-		return engine.Failed, err
-	}
-	out, err := e.importSnapshotInto(ctx, name, d, m, snap)
-	if out == engine.Unreadable && created && e.docs[name] == d {
-		e.drop(ctx, name)
-	}
-	return out, err
+	return e.importBlob(name, snap, true, e.importSnapshotInto)
 }
 
 // importSnapshotInto is ImportSnapshot after the blob was judged and the
