@@ -19,6 +19,7 @@ type deviceStore interface {
 	Scanning(ctx context.Context, on bool) error
 	Source() client.Source
 	Prune(ctx context.Context, keep func(id [32]byte) bool) (int, error)
+	WriteRows(ctx context.Context) (int, error)
 	Close() error
 }
 

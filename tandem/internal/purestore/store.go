@@ -143,6 +143,14 @@ func (s *DB) Commit(ds ...*client.Delta) error {
 	return nil
 }
 
+// WriteRows returns how many writes are stored, as devstore's WriteRows
+// (here one per write ID: a write stored again replaces its row).
+func (s *DB) WriteRows(context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ts[tWrites].rows), nil
+}
+
 // Prune deletes stored writes keep does not list, as devstore's Prune.
 func (s *DB) Prune(_ context.Context, keep func(id [32]byte) bool) (int, error) {
 	s.mu.Lock()
