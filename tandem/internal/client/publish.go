@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ferry-sync/ferry/tandem/hub"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
@@ -273,7 +275,8 @@ func (d *Device) heal(dry bool) (records, statements int) {
 	}
 	var queue []outMsg
 	missing := func(channel string, st *record.State) {
-		for rec := range st.Records() {
+		from := len(queue)
+		for rec := range st.EachRecord() {
 			if d.isDirty(channel, rec) {
 				continue // queued: the push publishes it anyway
 			}
@@ -282,6 +285,8 @@ func (d *Device) heal(dry bool) (records, statements int) {
 				records++
 			}
 		}
+		// A channel's missing records are published in record order.
+		slices.SortFunc(queue[from:], func(a, b outMsg) int { return bytes.Compare(a.rec[:], b.rec[:]) })
 	}
 	missing(d.id.HomeTag, d.home)
 	for _, coll := range d.colls {

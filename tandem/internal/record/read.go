@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"iter"
+	"maps"
 	"slices"
 
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
@@ -29,6 +30,13 @@ func (s *State) Records() iter.Seq[[16]byte] {
 	}
 	slices.SortFunc(ids, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
 	return slices.Values(ids)
+}
+
+// EachRecord returns the IDs of every record the state holds, deleted ones
+// included, in no particular order and without sorting them: for a check
+// that visits every record after every sync (healing, §12.2).
+func (s *State) EachRecord() iter.Seq[[16]byte] {
+	return maps.Keys(s.records)
 }
 
 // NumRecords returns the number of records, deleted ones included.
