@@ -86,7 +86,15 @@ func postOld(t *testing.T, d *Device, c CollectionID, raw hub.Store, epoch, ref 
 	if !ok {
 		t.Fatal("no key for the old epoch")
 	}
-	pt, err := client.EncodeRecordPayload(&client.RecordPayload{Record: ch.Record, Writes: []client.SignedWrite{{Body: w.Body(), Sig: w.Sig()}}})
+	appendRecord(t, raw, tag, key, ch.Record, client.SignedWrite{Body: w.Body(), Sig: w.Sig()})
+	return w
+}
+
+// appendRecord seals a record message of rec holding ws for channel tag
+// (key) and appends it through raw, as any holder of the key can.
+func appendRecord(t *testing.T, raw hub.Store, tag string, key [32]byte, rec [16]byte, ws ...client.SignedWrite) {
+	t.Helper()
+	pt, err := client.EncodeRecordPayload(&client.RecordPayload{Record: rec, Writes: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +105,6 @@ func postOld(t *testing.T, d *Device, c CollectionID, raw hub.Store, epoch, ref 
 	if _, err := raw.Append(t.Context(), tag, env); err != nil {
 		t.Fatal(err)
 	}
-	return w
 }
 
 // destroyChannel destroys every message of channel tag through raw.

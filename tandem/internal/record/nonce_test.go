@@ -2,36 +2,16 @@ package record
 
 import (
 	"crypto/ed25519"
-	"crypto/sha512"
 	"testing"
 
-	"filippo.io/edwards25519"
-
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/suite/suitetest"
 )
 
-// signWithNonce signs msg with priv like Ed25519 but with the caller's
-// nonce instead of the deterministic one: what a malicious signer can do to
-// produce a second valid signature for the same write ID. Test-only; the
-// package itself only signs through suite.SignWrite.
+// signWithNonce is suitetest.SignWithNonce.
 func signWithNonce(tb testing.TB, priv ed25519.PrivateKey, msg []byte, nonce byte) []byte {
 	tb.Helper()
-	h := sha512.Sum512(priv.Seed())
-	a, err := new(edwards25519.Scalar).SetBytesWithClamping(h[:32])
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wide [64]byte
-	wide[0], wide[1] = nonce, 0x5a
-	r, _ := new(edwards25519.Scalar).SetUniformBytes(wide[:])
-	R := new(edwards25519.Point).ScalarBaseMult(r)
-	kh := sha512.New()
-	kh.Write(R.Bytes())
-	kh.Write(priv.Public().(ed25519.PublicKey))
-	kh.Write(msg)
-	k, _ := new(edwards25519.Scalar).SetUniformBytes(kh.Sum(nil))
-	S := new(edwards25519.Scalar).MultiplyAdd(k, a, r)
-	return append(R.Bytes(), S.Bytes()...)
+	return suitetest.SignWithNonce(priv, msg, nonce)
 }
 
 func TestOneWriteIDWithTwoSignaturesConverges(t *testing.T) {
