@@ -50,20 +50,23 @@ func commitDelta(ctx context.Context, tx *sql.Tx, d *client.Delta) error {
 	}
 	if len(d.Writes) > 0 {
 		// A plain append (schema 5): a write stored before gets a later
-		// row, which Prune keeps. A write listed twice here is stored once.
+		// row, which Prune keeps. A write listed twice here is stored once,
+		// as its last listing: the copy that replaced the earlier one.
 		stmt, err := tx.PrepareContext(ctx, "INSERT INTO writes(wid, scope, stored, crc) VALUES(?, ?, ?, ?)")
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		var b []byte
-		seen := make(map[[32]byte]struct{}, len(d.Writes))
-		for _, w := range d.Writes {
+		last := make(map[[32]byte]int, len(d.Writes))
+		for i, w := range d.Writes {
+			last[w.ID()] = i
+		}
+		for i, w := range d.Writes {
 			id, scope := w.ID(), w.Body().Scope
-			if _, dup := seen[id]; dup {
+			if last[id] != i {
 				continue
 			}
-			seen[id] = struct{}{}
 			b = record.AppendStored(b[:0], w)
 			if _, err := stmt.ExecContext(ctx, id[:], scope[:], b, rowSum(id, scope, b)); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-sync/ferry/tandem/internal/client"
 	"github.com/ferry-sync/ferry/tandem/internal/record"
 	"github.com/ferry-sync/ferry/tandem/internal/suite"
+	"github.com/ferry-sync/ferry/tandem/internal/suite/suitetest"
 )
 
 // signedWrites signs n assigns of different records in scope.
@@ -122,4 +123,36 @@ func countRows(t *testing.T, db *DB) int {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// A write listed twice in one commit with different bytes (its kept copy
+// replaced by a smaller signature before the commit) is stored as its last
+// listing: the copy the state keeps.
+func TestCommitKeepsLastListing(t *testing.T) {
+	scope := [16]byte{7}
+	db := openTest(t)
+	w := signedWrites(t, scope, 1)[0]
+	body := w.Body()
+	si, err := body.SigInput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := record.NewValidator(record.Rules{Scope: scope})
+	again, err := v.Validate(&body, suitetest.SignWithNonce(suite.NewIdentity([32]byte{1}).SignKey, si, 3), w.Epoch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Commit(&client.Delta{Writes: []*record.Write{w, again}}); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	if err := db.Source().Writes(t.Context(), scope, func(b []byte, _ [32]byte) error {
+		got = append(got, bytes.Clone(b))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !bytes.Equal(got[0], record.AppendStored(nil, again)) {
+		t.Fatalf("read back %d rows; want one, the last listing's bytes", len(got))
+	}
 }
